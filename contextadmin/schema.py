@@ -1,0 +1,566 @@
+"""The ``context_variables.json`` format: the one definition of it (pydantic v2, no Django).
+
+Seed 000 "Configuration Shape" plus DESIGN.md §3. The admin's validation, the importer, the
+exporter, the engine and the JSON Schema all come from here, so no rule is written twice.
+
+Entry points:
+- ``parse_config(data)`` -> ``ParsedConfig(config, warnings)`` or raises ``ConfigError`` whose
+  ``issues`` name JSON paths (``context_variables.derived_variables[0].triggers[0].agent``);
+- ``config_problems(config)`` -> the cross-variable rules (unique names, agent names, database
+  names, hand-off conditions) as ``ConfigIssue`` objects, for callers that build a config
+  piecemeal (the admin);
+- ``config_export_bytes(config, production=...)`` -> the canonical, byte-stable export;
+- ``json_schema()`` -> the draft 2020-12 JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "CATEGORIES",
+    "DECLARATIVE_VALUE_MAX_CHARS",
+    "RESERVED_NAMES",
+    "SECRET_ENV_REASON",
+    "AgentTextTrigger",
+    "AgentTurnCountTrigger",
+    "ConfigError",
+    "ConfigIssue",
+    "ContextVariables",
+    "ContextVariablesFile",
+    "DatabaseSource",
+    "DatabaseVariable",
+    "DeclarativeVariable",
+    "DerivedVariable",
+    "EnvironmentSource",
+    "EnvironmentVariable",
+    "Handoff",
+    "ParsedConfig",
+    "TextMatch",
+    "ToolResponseTrigger",
+    "Trigger",
+    "config_export_bytes",
+    "config_export_dict",
+    "config_problems",
+    "json_schema",
+    "parse_config",
+]
+
+# -- limits and vocabularies (documented in docs/format.md) ----------------------------------
+NAME_MAX_CHARS = 64
+DESCRIPTION_MAX_CHARS = 2_000
+DECLARATIVE_VALUE_MAX_CHARS = 1_000  # seed 000: "keep values small (avoid large blobs)"
+IDENTIFIER_MAX_CHARS = 200  # agent, tool, collection, field and database names
+MATCH_TEXT_MAX_CHARS = 1_000
+MAX_VARIABLES = 5_000  # over all four categories of one workflow
+MAX_TRIGGERS_PER_VARIABLE = 100
+MAX_HANDOFFS = 1_000
+
+CATEGORIES: tuple[str, ...] = ("declarative", "database", "environment", "derived")
+CATEGORY_KEYS: dict[str, str] = {c: f"{c}_variables" for c in CATEGORIES}
+RESERVED_NAMES = frozenset({"enterprise_id", "workflow_name"})  # the minimal base context
+LEGACY_KEYS = ("variables",)
+
+NAME_PATTERN = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$"
+ENV_VAR_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
+_SECRET_ENV = re.compile(r"(?:_KEY$|^KEY$|SECRET|TOKEN|PASSWORD)")
+SECRET_ENV_REASON = (
+    "looks like a secret: storing secrets in any context variable is an anti-pattern "
+    "(use a secure secret manager; never echo secret env vars here)"
+)
+
+VarType = Literal["string", "integer", "number", "boolean"]
+# Values are checked by ``_primitive_of_type`` (one clear message instead of four union errors).
+Primitive = Annotated[
+    Any, WithJsonSchema({"type": ["string", "integer", "number", "boolean"]})
+]
+
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=NAME_MAX_CHARS,
+        pattern=NAME_PATTERN,
+        description="lower_snake_case, unique across the four categories of a workflow",
+    ),
+]
+Identifier = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS)]
+Description = Annotated[str, Field(max_length=DESCRIPTION_MAX_CHARS)]
+
+
+def is_secret_env_var(env_var: str) -> bool:
+    """Tell whether an env var name looks like it holds a secret (``*_KEY``, ``*TOKEN*``...)."""
+    return bool(_SECRET_ENV.search(env_var.upper()))
+
+
+def value_matches_type(value: Any, type_: str) -> bool:
+    """Tell whether a JSON primitive is of the declared type (a bool is not an integer)."""
+    if type_ == "boolean":
+        return isinstance(value, bool)
+    if type_ == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_ == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, str)
+
+
+def _article(type_: str) -> str:
+    return f"an {type_}" if type_[0] in "aeiou" else f"a {type_}"
+
+
+def _primitive_of_type(value: Any, info: ValidationInfo) -> Any:
+    """Check a declared value against the sibling ``type`` field, naming both."""
+    type_ = info.data.get("type")
+    if type_ is None:  # the type itself was invalid: that error is reported already
+        return value
+    if not value_matches_type(value, type_):
+        raise ValueError(f"must be {_article(type_)} (the declared type), got {json_type_name(value)}")
+    return value
+
+
+def json_type_name(value: Any) -> str:
+    """Name a decoded JSON value's type the way an operator reads it."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a non-finite number"
+    return _article(type_of_value(value))
+
+
+def type_of_value(value: Any) -> str:
+    """Infer the declared type of a primitive (for declarative entries that omit ``type``)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, frozen=True)
+
+
+# -- variables --------------------------------------------------------------------------------
+class DeclarativeVariable(_Model):
+    """A static constant shipped with the workflow (seed 000 "declarative_variables")."""
+
+    name: Name
+    type: VarType = "string"
+    description: Description = ""
+    value: Primitive
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_type(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "type" not in data and "value" in data:
+            return {**data, "type": type_of_value(data["value"])}
+        return data
+
+    @field_validator("value")
+    @classmethod
+    def _value_fits(cls, value: Any, info: ValidationInfo) -> Any:
+        value = _primitive_of_type(value, info)
+        if isinstance(value, str) and len(value) > DECLARATIVE_VALUE_MAX_CHARS:
+            raise ValueError(
+                f"is {len(value)} characters; declarative values must stay small "
+                f"(at most {DECLARATIVE_VALUE_MAX_CHARS}): summarize instead"
+            )
+        return value
+
+
+class DatabaseSource(_Model):
+    """Where a database variable is read from; ``database_name`` overrides the workflow's."""
+
+    type: Literal["database"] = "database"
+    database_name: Identifier | None = None
+    collection: Identifier
+    search_by: Identifier
+    field: Identifier
+
+
+class DatabaseVariable(_Model):
+    """A value looked up in MongoDB by the run's enterprise (seed 000 "database_variables")."""
+
+    name: Name
+    type: VarType = "string"
+    description: Description = ""
+    source: DatabaseSource
+
+
+class EnvironmentSource(_Model):
+    type: Literal["environment"] = "environment"
+    env_var: Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS, pattern=ENV_VAR_PATTERN)]
+
+    @field_validator("env_var")
+    @classmethod
+    def _not_a_secret(cls, value: str) -> str:
+        if is_secret_env_var(value):
+            raise ValueError(f"{value} {SECRET_ENV_REASON}")
+        return value
+
+
+class EnvironmentVariable(_Model):
+    """A deployment feature flag read from the OS environment, suppressed in production."""
+
+    name: Name
+    type: VarType = "string"
+    description: Description = ""
+    source: EnvironmentSource
+    default: Primitive | None = None
+
+    @field_validator("default")
+    @classmethod
+    def _default_fits(cls, value: Any, info: ValidationInfo) -> Any:
+        return None if value is None else _primitive_of_type(value, info)
+
+
+class TextMatch(_Model):
+    equals: Annotated[str, Field(max_length=MATCH_TEXT_MAX_CHARS)]
+    case_sensitive: bool = False
+    trim: bool = True
+
+
+class AgentTextTrigger(_Model):
+    """True once ``agent`` emits text equal to ``match.equals`` (trimmed, any case by default)."""
+
+    type: Literal["agent_text"] = "agent_text"
+    agent: Identifier
+    match: TextMatch
+
+
+class AgentTurnCountTrigger(_Model):
+    """True once ``agent`` has emitted ``count`` messages."""
+
+    type: Literal["agent_turn_count"] = "agent_turn_count"
+    agent: Identifier
+    count: Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+
+
+class ToolResponseTrigger(_Model):
+    """True once ``tool`` responds (with ``status``, when given)."""
+
+    type: Literal["tool_response"] = "tool_response"
+    tool: Identifier
+    status: Identifier | None = None
+
+
+Trigger = Annotated[
+    AgentTextTrigger | AgentTurnCountTrigger | ToolResponseTrigger, Field(discriminator="type")
+]
+TRIGGER_TYPES: tuple[str, ...] = ("agent_text", "agent_turn_count", "tool_response")
+
+
+class DerivedVariable(_Model):
+    """A boolean flag flipped by run events; any trigger flips it, all predicates must hold."""
+
+    name: Name
+    type: Literal["boolean"] = "boolean"
+    description: Description = ""
+    default: StrictBool = False
+    triggers: Annotated[list[Trigger], Field(max_length=MAX_TRIGGERS_PER_VARIABLE)] = []
+
+
+class Handoff(_Model):
+    """A conditional hand-off between two agents; ``condition`` follows DESIGN.md §4."""
+
+    source_agent: Identifier
+    target_agent: Identifier
+    condition: Annotated[str, Field(min_length=1, max_length=500)]
+    description: Description = ""
+
+
+# -- the file ---------------------------------------------------------------------------------
+class ContextVariables(_Model):
+    database_name: Identifier | None = None
+    declarative_variables: list[DeclarativeVariable] = []
+    database_variables: list[DatabaseVariable] = []
+    environment_variables: list[EnvironmentVariable] = []
+    derived_variables: list[DerivedVariable] = []
+
+
+AnyVariable = DeclarativeVariable | DatabaseVariable | EnvironmentVariable | DerivedVariable
+
+
+class ContextVariablesFile(_Model):
+    """A whole ``context_variables.json``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "/schema/context_variables.schema.json",
+            "title": "context_variables.json",
+        },
+    )
+
+    context_variables: ContextVariables = ContextVariables()
+    handoffs: Annotated[list[Handoff], Field(max_length=MAX_HANDOFFS)] = []
+
+    def variables(self) -> Iterator[tuple[str, int, AnyVariable]]:
+        """Yield (category, index, variable) in canonical order."""
+        for category in CATEGORIES:
+            for index, variable in enumerate(getattr(self.context_variables, CATEGORY_KEYS[category])):
+                yield category, index, variable
+
+    def categories(self) -> dict[str, str]:
+        """Map variable name -> category."""
+        return {variable.name: category for category, _, variable in self.variables()}
+
+    def agent_names(self) -> set[str]:
+        """Agents named by triggers and hand-offs."""
+        agents: set[str] = set()
+        for derived in self.context_variables.derived_variables:
+            for trigger in derived.triggers:
+                agent = getattr(trigger, "agent", None)
+                if agent:
+                    agents.add(agent)
+        for handoff in self.handoffs:
+            agents.update((handoff.source_agent, handoff.target_agent))
+        return agents
+
+
+# -- errors -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem, located by its path in the JSON document."""
+
+    loc: tuple[str | int, ...]
+    message: str
+
+    @property
+    def path(self) -> str:
+        return format_loc(self.loc)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.loc else self.message
+
+
+class ConfigError(ValueError):
+    """A ``context_variables.json`` that breaks the format; ``issues`` say where and why."""
+
+    def __init__(self, issues: list[ConfigIssue]) -> None:
+        self.issues = issues
+        super().__init__("; ".join(str(issue) for issue in issues))
+
+
+@dataclass
+class ParsedConfig:
+    config: ContextVariablesFile
+    warnings: list[str] = field(default_factory=list)
+
+
+def format_loc(loc: tuple[str | int, ...]) -> str:
+    """Render ('a', 0, 'b') as ``a[0].b``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    # Discriminated unions add the tag (``agent_text``) after the list index; drop it.
+    cleaned: list[str | int] = []
+    for index, part in enumerate(loc):
+        if isinstance(part, str) and index and isinstance(loc[index - 1], int) and part in TRIGGER_TYPES:
+            continue
+        if isinstance(part, str) and part.startswith(("function-", "union[", "bool", "int", "float", "str")):
+            if cleaned and cleaned[-1] in ("value", "default"):
+                continue
+        cleaned.append(part)
+    return tuple(cleaned)
+
+
+_MESSAGES = {
+    "missing": "field required",
+    "extra_forbidden": "unknown field",
+    "literal_error": None,  # pydantic's text already lists the allowed values
+}
+
+
+def _issue_from_pydantic(error: Mapping[str, Any]) -> ConfigIssue:
+    message = _MESSAGES.get(error["type"]) or str(error["msg"])
+    message = message.removeprefix("Value error, ")
+    if error["type"] == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern")
+        if pattern == NAME_PATTERN:
+            message = "must be lower_snake_case (a-z, 0-9, single underscores, starting with a letter)"
+        elif pattern == ENV_VAR_PATTERN:
+            message = "must be an environment variable name (A-Z, 0-9 and _, not starting with a digit)"
+    elif error["type"] == "union_tag_invalid":
+        message = f"unknown trigger type; expected one of {', '.join(TRIGGER_TYPES)}"
+    elif error["type"] == "union_tag_not_found":
+        message = f"field required: type (one of {', '.join(TRIGGER_TYPES)})"
+    message = message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
+    return ConfigIssue(_clean_loc(tuple(error["loc"])), message)
+
+
+def _dedupe(issues: list[ConfigIssue]) -> list[ConfigIssue]:
+    seen: set[tuple[tuple[str | int, ...], str]] = set()
+    out = []
+    for issue in issues:
+        key = (issue.loc, issue.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(issue)
+    return out
+
+
+# -- parsing ----------------------------------------------------------------------------------
+def _normalize(data: Any, warnings: list[str]) -> Any:
+    """Accept the legacy ``variables`` key (warn, ignore) and flat ``derived_variables``."""
+    if not isinstance(data, Mapping):
+        raise ConfigError([ConfigIssue((), "the document must be a JSON object with context_variables")])
+    data = dict(data)
+    section = data.get("context_variables", {})
+    if not isinstance(section, Mapping):
+        raise ConfigError([ConfigIssue(("context_variables",), "must be an object")])
+    section = dict(section)
+    for key in LEGACY_KEYS:
+        for where, holder in (("", data), ("context_variables.", section)):
+            if key in holder:
+                holder.pop(key)
+                warnings.append(f"{where}{key}: legacy key ignored (use the four category lists)")
+    if "derived_variables" in data:
+        flat = data.pop("derived_variables")
+        if "derived_variables" in section:
+            raise ConfigError([ConfigIssue(
+                ("derived_variables",),
+                "given both flat and under context_variables: keep one",
+            )])
+        section["derived_variables"] = flat
+    data["context_variables"] = section
+    return data
+
+
+def parse_config(data: Any) -> ParsedConfig:
+    """Validate a decoded ``context_variables.json`` (or its bytes/str) into a config."""
+    warnings: list[str] = []
+    if isinstance(data, bytes | str):
+        try:
+            data = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError([ConfigIssue((), f"not valid JSON: {exc}")]) from None
+    data = _normalize(data, warnings)
+    try:
+        config = ContextVariablesFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_dedupe([_issue_from_pydantic(e) for e in exc.errors()])) from None
+    except RecursionError:
+        raise ConfigError([ConfigIssue((), "the document is nested too deeply")]) from None
+    problems = config_problems(config)
+    if problems:
+        raise ConfigError(problems)
+    return ParsedConfig(config, warnings)
+
+
+def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
+    """Return the rules that span variables: names, agents, databases, hand-off conditions."""
+    from runs.engine.conditions import validate_condition  # lazy: the engine imports this module
+
+    issues: list[ConfigIssue] = []
+    first_seen: dict[str, tuple[str | int, ...]] = {}
+    agents = config.agent_names()
+    total = 0
+    for category, index, variable in config.variables():
+        total += 1
+        loc: tuple[str | int, ...] = ("context_variables", CATEGORY_KEYS[category], index, "name")
+        if variable.name in RESERVED_NAMES:
+            issues.append(ConfigIssue(loc, f"{variable.name} is reserved: the runtime always sets it"))
+        elif variable.name in first_seen:
+            issues.append(ConfigIssue(
+                loc, f"{variable.name} is already declared at {format_loc(first_seen[variable.name][:-1])}"
+            ))
+        else:
+            first_seen[variable.name] = loc
+        if variable.name in agents:
+            issues.append(ConfigIssue(
+                loc, f"{variable.name} is also an agent name: variables and agents must not collide"
+            ))
+        if (
+            isinstance(variable, DatabaseVariable)
+            and not variable.source.database_name
+            and not config.context_variables.database_name
+        ):
+            issues.append(ConfigIssue(
+                (*loc[:-1], "source", "database_name"),
+                "field required: set it here or context_variables.database_name",
+            ))
+    if total > MAX_VARIABLES:
+        issues.append(ConfigIssue(("context_variables",), f"at most {MAX_VARIABLES} variables"))
+    categories = config.categories()
+    for index, handoff in enumerate(config.handoffs):
+        for message in validate_condition(handoff.condition, categories):
+            issues.append(ConfigIssue(("handoffs", index, "condition"), message))
+    return issues
+
+
+# -- export -----------------------------------------------------------------------------------
+def config_export_dict(config: ContextVariablesFile, *, production: bool = False) -> dict[str, Any]:
+    """Return the canonical export as plain data (key order fixed by the models)."""
+    section = config.context_variables
+    out: dict[str, Any] = {}
+    if section.database_name:
+        out["database_name"] = section.database_name
+    for category in CATEGORIES:
+        key = CATEGORY_KEYS[category]
+        if category == "environment" and production:
+            out[key] = []
+            continue
+        out[key] = [_variable_dict(v) for v in getattr(section, key)]
+    document: dict[str, Any] = {"context_variables": out}
+    if config.handoffs:
+        document["handoffs"] = [h.model_dump(mode="json") for h in config.handoffs]
+    return document
+
+
+def _variable_dict(variable: AnyVariable) -> dict[str, Any]:
+    data = variable.model_dump(mode="json", exclude_none=True)
+    if isinstance(variable, DerivedVariable):
+        for trigger in data["triggers"]:
+            match = trigger.get("match")
+            if match is not None:
+                # Omit the defaults so seed-shaped files round-trip unchanged.
+                if match.get("case_sensitive") is False:
+                    del match["case_sensitive"]
+                if match.get("trim") is True:
+                    del match["trim"]
+    return data
+
+
+def config_export_bytes(config: ContextVariablesFile, *, production: bool = False) -> bytes:
+    """Return the canonical, byte-stable ``context_variables.json`` (2-space indent, newline)."""
+    text = json.dumps(config_export_dict(config, production=production), indent=2, ensure_ascii=False)
+    return (text + "\n").encode("utf-8")
+
+
+def json_schema() -> dict[str, Any]:
+    """Return the draft 2020-12 JSON Schema of the format."""
+    return ContextVariablesFile.model_json_schema(mode="validation")

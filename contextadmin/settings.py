@@ -1,0 +1,167 @@
+"""Settings, read once from the environment with django-environ (DESIGN.md §7).
+
+Embedded defaults run everything on one machine: SQLite (WAL), the in-memory channel layer,
+and DEBUG on. Production sets DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DATABASE_URL and REDIS_URL.
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env(
+    DJANGO_DEBUG=(bool, True),
+    DJANGO_ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
+    DJANGO_CSRF_TRUSTED_ORIGINS=(list, []),
+    DJANGO_SECURE_SSL=(bool, False),
+    DJANGO_LOG_LEVEL=(str, "INFO"),
+    ENVIRONMENT=(str, "development"),
+    CONTEXT_INCLUDE_SCHEMA=(str, ""),
+    CONTEXT_VERBOSE_DEBUG=(bool, False),
+    MONGODB_URI=(str, ""),
+    MONGODB_TIMEOUT_MS=(int, 2000),
+    REDIS_URL=(str, ""),
+    API_MAX_BODY_BYTES=(int, 1_048_576),
+    API_MAX_EVENTS_PER_BATCH=(int, 1000),
+)
+
+DEBUG = env("DJANGO_DEBUG")
+SECRET_KEY = env(
+    "DJANGO_SECRET_KEY",
+    default="django-insecure-local-development-only-key-change-me-0123456789" if DEBUG else environ.Env.NOTSET,
+)
+ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = env("DJANGO_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "daphne",  # first, so runserver serves ASGI too
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "nested_admin",
+    "contextadmin",
+    "runs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "contextadmin.urls"
+ASGI_APPLICATION = "contextadmin.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers (inspector sockets) run beside the ingest writer; IMMEDIATE avoids
+    # lock-upgrade deadlocks between concurrent writers.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 1000, "expiry": 30},
+        }
+    }
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGIN_URL = "admin:login"
+
+# Size limits (documented in docs/reliability.md).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env("API_MAX_BODY_BYTES")
+FILE_UPLOAD_MAX_MEMORY_SIZE = env("API_MAX_BODY_BYTES")
+API_MAX_EVENTS_PER_BATCH = env("API_MAX_EVENTS_PER_BATCH")
+
+# The context engine's inputs (seed 000 "Runtime Loading").
+ENVIRONMENT = env("ENVIRONMENT")
+CONTEXT_INCLUDE_SCHEMA = env("CONTEXT_INCLUDE_SCHEMA")
+CONTEXT_VERBOSE_DEBUG = env("CONTEXT_VERBOSE_DEBUG")
+MONGODB_URI = env("MONGODB_URI")
+MONGODB_TIMEOUT_MS = env("MONGODB_TIMEOUT_MS")
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env("DJANGO_SECURE_SSL")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "contextadmin": {"level": env("DJANGO_LOG_LEVEL")},
+        "runs": {"level": env("DJANGO_LOG_LEVEL")},
+    },
+}
