@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (staff and token auth)."""
+"""ASGI entry point: HTTP through Django, websockets through Channels (see runs/routing.py)."""
 
 import os
 
@@ -7,18 +7,8 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextadmin.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs the app registry)
 
-try:
-    from runs.routing import websocket_urlpatterns  # noqa: E402
-except ImportError:  # the live-runs app is not built yet
-    websocket_urlpatterns = []
+from runs.routing import websocket_application  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
-)
+application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})

@@ -89,6 +89,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+    # A file, not memory, so live-server tests (Daphne in a child process) share it.
+    DATABASES["default"]["TEST"] = {
+        "NAME": env("DJANGO_TEST_DATABASE", default=str(BASE_DIR / "var" / "test-db.sqlite3"))
+    }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)

@@ -4,4 +4,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("nested_admin/", include("nested_admin.urls")),
+    path("", include("runs.urls")),
 ]
