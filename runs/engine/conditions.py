@@ -103,7 +103,9 @@ def validate_condition(expr: str, config: Any) -> list[str]:
     for name in names:
         category = categories.get(name)
         if category is None:
-            errors.append(f"unknown variable {name}: declare it as an environment or derived variable")
+            errors.append(
+                f"unknown variable {name}: declare it as an environment or derived variable"
+            )
         elif category not in ROUTABLE_CATEGORIES:
             errors.append(
                 f"{category} variable {name} cannot route: "

@@ -1,0 +1,155 @@
+"""Run events (DESIGN.md §6): their shape, and the problems of a malformed one.
+
+An event is a mapping: ``{"type": "agent_text"|"tool_response"|"context_set"|"run_status",
+"agent"?, "text"?, "tool"?, "status"?, "data"?, "name"?, "value"?, "seq"?}``. ``sender`` is
+accepted as an alias of ``agent`` (AG2 calls it that); a sender may be a string, an object with
+``.name`` or a mapping with ``"name"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from contextadmin.schema import IDENTIFIER_MAX_CHARS, NAME_MAX_CHARS
+
+__all__ = [
+    "EVENT_FIELDS",
+    "EVENT_TYPES",
+    "JSON_MAX_DEPTH",
+    "RUN_STATUSES",
+    "TEXT_MAX_CHARS",
+    "event_sender",
+    "validate_event",
+]
+
+EVENT_TYPES: tuple[str, ...] = ("agent_text", "tool_response", "context_set", "run_status")
+EVENT_FIELDS: tuple[str, ...] = (
+    "type",
+    "seq",
+    "agent",
+    "sender",
+    "text",
+    "tool",
+    "status",
+    "data",
+    "name",
+    "value",
+)
+RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
+TEXT_MAX_CHARS = 100_000  # one agent message; longer text is a blob, not a chat turn
+JSON_MAX_DEPTH = 64  # nesting of ``data`` / ``value``
+
+
+def event_sender(event: Mapping[str, Any]) -> str | None:
+    """Return the name of ``agent`` (or ``sender``): a string, ``.name`` or ``["name"]``."""
+    sender = event.get("agent")
+    if sender is None:
+        sender = event.get("sender")
+    if sender is None or isinstance(sender, str):
+        return sender
+    name = sender.get("name") if isinstance(sender, Mapping) else getattr(sender, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _identifier_problem(field: str, value: Any, *, required_for: str | None) -> str | None:
+    if value is None:
+        return f"{field}: required for {required_for}" if required_for else None
+    if not isinstance(value, str) or not value.strip():
+        return f"{field}: must be a non-empty string"
+    if len(value) > IDENTIFIER_MAX_CHARS:
+        return f"{field}: at most {IDENTIFIER_MAX_CHARS} characters"
+    return None
+
+
+def _json_problem(field: str, value: Any, depth: int = 0) -> str | None:
+    """Say why ``value`` is not plain JSON (or is nested too deeply), naming the field."""
+    if depth > JSON_MAX_DEPTH:
+        return f"{field}: nested more than {JSON_MAX_DEPTH} levels"
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{field}: must be a finite number"
+    if isinstance(value, list | tuple):
+        for item in value:
+            problem = _json_problem(field, item, depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{field}: object keys must be strings"
+            problem = _json_problem(field, item, depth + 1)
+            if problem:
+                return problem
+        return None
+    return f"{field}: must be JSON (got {type(value).__name__})"
+
+
+def validate_event(event: Any) -> list[str]:
+    """Return what is wrong with an event ([] when valid); each problem names its field."""
+    if not isinstance(event, Mapping):
+        return ["event: must be an object"]
+    problems = [
+        f"{key}: unknown field (allowed: {', '.join(EVENT_FIELDS)})"
+        for key in event
+        if key not in EVENT_FIELDS
+    ]
+    type_ = event.get("type")
+    if type_ is None:
+        problems.append(f"type: required (one of {', '.join(EVENT_TYPES)})")
+    elif type_ not in EVENT_TYPES:
+        problems.append(f"type: must be one of {', '.join(EVENT_TYPES)}")
+    seq = event.get("seq")
+    if "seq" in event and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
+        problems.append("seq: must be a positive integer")
+
+    sender_given = event.get("agent", event.get("sender"))
+    sender = event_sender(event)
+    sender_field = "agent" if "agent" in event or "sender" not in event else "sender"
+    if sender_given is not None and sender is None:
+        problems.append(f"{sender_field}: must be a name (a string, or an object with a name)")
+    elif sender is not None:
+        problem = _identifier_problem(sender_field, sender, required_for=None)
+        if problem:
+            problems.append(problem)
+
+    if type_ == "agent_text":
+        if sender_given is None:
+            problems.append("agent: required for agent_text")
+        text = event.get("text")
+        if text is None:
+            problems.append("text: required for agent_text")
+        elif not isinstance(text, str):
+            problems.append("text: must be a string")
+        elif len(text) > TEXT_MAX_CHARS:
+            problems.append(f"text: at most {TEXT_MAX_CHARS} characters")
+    elif type_ == "tool_response":
+        for problem in (
+            _identifier_problem("tool", event.get("tool"), required_for="tool_response"),
+            _identifier_problem("status", event.get("status"), required_for=None),
+            _json_problem("data", event.get("data")),
+        ):
+            if problem:
+                problems.append(problem)
+    elif type_ == "context_set":
+        name = event.get("name")
+        if name is None:
+            problems.append("name: required for context_set")
+        elif not isinstance(name, str) or not name or len(name) > NAME_MAX_CHARS:
+            problems.append(f"name: must be a variable name (at most {NAME_MAX_CHARS} characters)")
+        if "value" not in event:
+            problems.append("value: required for context_set")
+        else:
+            problem = _json_problem("value", event["value"])
+            if problem:
+                problems.append(problem)
+    elif type_ == "run_status":
+        status = event.get("status")
+        if status is None:
+            problems.append("status: required for run_status")
+        elif status not in RUN_STATUSES:
+            problems.append(f"status: must be one of {', '.join(RUN_STATUSES)}")
+    return problems

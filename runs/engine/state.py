@@ -1,0 +1,230 @@
+"""A run's state as a pure fold over its event log (seed 004 namespaces, DESIGN.md §4 and §6).
+
+Three namespaces addressed by dot paths: ``context`` (the variables), ``nodes`` (each agent's
+last text and each tool's last response, for ``{{node.field}}`` templates) and ``execution``
+(status, current agent, visited agents, turn counts, last seq). No clock and no randomness:
+replaying a run's events rebuilds exactly the live state.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextadmin.schema import ContextVariablesFile
+
+from .config import ConfigInput, load_config
+from .derived import DerivedContextManager, Flip
+from .events import event_sender, validate_event
+from .loader import Context
+from .paths import drill
+
+__all__ = ["NAMESPACES", "Applied", "EventError", "RunState", "SeqError", "replay"]
+
+NAMESPACES = ("context", "nodes", "execution")
+
+
+class EventError(ValueError):
+    """An event this run cannot take; ``problems`` name the fields."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class SeqError(EventError):
+    """An event whose ``seq`` is not the next one (``expected`` is)."""
+
+    def __init__(self, *, expected: int, got: int) -> None:
+        self.expected = expected
+        self.got = got
+        super().__init__([f"seq: expected {expected}, got {got}"])
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one event did: its seq, the derived flips, and context changes name -> {old, new}."""
+
+    seq: int
+    flips: list[Flip] = field(default_factory=list)
+    changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "flips": [flip.as_dict() for flip in self.flips],
+            "changes": copy.deepcopy(self.changes),
+        }
+
+
+def _initial_execution() -> dict[str, Any]:
+    return {
+        "status": "running",
+        "current_agent": None,
+        "visited_agents": [],
+        "turn_counts": {},
+        "last_seq": 0,
+    }
+
+
+class RunState:
+    """The live state of one run; ``apply`` folds one event into it."""
+
+    def __init__(self, config: ConfigInput, base_context: Mapping[str, Any] | Context) -> None:
+        self._config: ContextVariablesFile = load_config(config).config
+        self._derived = DerivedContextManager(self._config)
+        self._categories = self._config.categories()
+        self._derived_names = tuple(self._derived.defaults())
+        self._before_flip: dict[str, Any] = {}
+        values = base_context.values if isinstance(base_context, Context) else base_context
+        self.context: dict[str, Any] = copy.deepcopy(dict(values))
+        for name, default in self._derived.defaults().items():
+            self.context.setdefault(name, default)
+        self.nodes: dict[str, Any] = {}
+        self.execution: dict[str, Any] = _initial_execution()
+        self.flips: list[dict[str, Any]] = []
+
+    # -- dot paths ---------------------------------------------------------------------------
+    def _namespace(self, name: str) -> dict[str, Any]:
+        if name not in NAMESPACES:
+            raise KeyError(f"unknown namespace {name!r}: use one of {', '.join(NAMESPACES)}")
+        namespace: dict[str, Any] = getattr(self, name)
+        return namespace
+
+    def get(self, path: str, default: Any = None) -> Any:
+        """Read ``namespace.key.sub...`` (``context.interview_complete``); ``default`` if absent."""
+        head, *rest = path.split(".")
+        if head not in NAMESPACES:
+            return default
+        found, value = drill(self._namespace(head), rest)
+        return value if found else default
+
+    def set(self, path: str, value: Any) -> None:
+        """Write ``namespace.key.sub...``, creating intermediate objects as needed."""
+        head, *rest = path.split(".")
+        if not rest or not all(rest):
+            raise KeyError(f"{path!r}: a path is namespace.key[.sub...]")
+        target: Any = self._namespace(head)
+        for part in rest[:-1]:
+            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+                continue
+            if not isinstance(target, dict):
+                raise KeyError(
+                    f"{path!r}: {part} is inside a {type(target).__name__}, not an object"
+                )
+            if not isinstance(target.get(part), dict | list):
+                target[part] = {}
+            target = target[part]
+        last = rest[-1]
+        if isinstance(target, list):
+            if not (last.isdigit() and int(last) < len(target)):
+                raise KeyError(f"{path!r}: {last} is not an index of that list")
+            target[int(last)] = value
+        else:
+            target[last] = value
+
+    # -- events ------------------------------------------------------------------------------
+    @property
+    def last_seq(self) -> int:
+        last: int = self.execution["last_seq"]
+        return last
+
+    def problems(self, event: Any) -> list[str]:
+        """Return why this run cannot take ``event`` ([] when it can), without applying it."""
+        problems = validate_event(event)
+        if problems:
+            return problems
+        if "seq" in event and event["seq"] != self.last_seq + 1:
+            return [f"seq: expected {self.last_seq + 1}, got {event['seq']}"]
+        if event["type"] == "context_set":
+            name = event["name"]
+            category = self._categories.get(name)
+            if category is None:
+                return [f"name: unknown variable {name} (declare it in the workflow first)"]
+            if category == "derived" and not isinstance(event["value"], bool):
+                return [f"value: derived variable {name} takes true or false"]
+        return []
+
+    def apply(self, event: Mapping[str, Any]) -> Applied:
+        """Fold one event into the state; raise ``EventError`` (``SeqError``) if it cannot apply."""
+        problems = self.problems(event)
+        if problems:
+            if "seq" in event and problems[0].startswith("seq: expected"):
+                raise SeqError(expected=self.last_seq + 1, got=event["seq"])
+            raise EventError(problems)
+        seq = self.last_seq + 1
+        flips: list[Flip] = []
+        changes: dict[str, dict[str, Any]] = {}
+        type_ = event["type"]
+        execution = self.execution
+        if type_ == "agent_text":
+            agent = event_sender(event)
+            assert agent is not None  # validate_event guarantees it
+            counts: dict[str, int] = execution["turn_counts"]
+            counts[agent] = counts.get(agent, 0) + 1
+            execution["current_agent"] = agent
+            if agent not in execution["visited_agents"]:
+                execution["visited_agents"].append(agent)
+            self.nodes[agent] = {"text": event["text"]}
+            flips = self._observe(event, counts)
+        elif type_ == "tool_response":
+            data = event.get("data")
+            self.nodes[event["tool"]] = (
+                copy.deepcopy(data) if data is not None else {"status": event.get("status")}
+            )
+            flips = self._observe(event, execution["turn_counts"])
+        elif type_ == "context_set":
+            name, new = event["name"], copy.deepcopy(event["value"])
+            old = self.context.get(name)
+            if name not in self.context or old != new:
+                changes[name] = {"old": copy.deepcopy(old), "new": copy.deepcopy(new)}
+            self.context[name] = new
+        elif type_ == "run_status":
+            execution["status"] = event["status"]
+        execution["last_seq"] = seq
+        for flip in flips:
+            self.flips.append({**flip.as_dict(), "seq": seq})
+            changes[flip.name] = {"old": self._before_flip.get(flip.name), "new": flip.value}
+        return Applied(seq, flips, changes)
+
+    def _observe(self, event: Mapping[str, Any], turn_counts: Mapping[str, int]) -> list[Flip]:
+        # Only derived variables can flip: remember just their values, not the whole context.
+        self._before_flip = {name: self.context.get(name) for name in self._derived_names}
+        return self._derived.observe(event, self.context, turn_counts=turn_counts)
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe snapshot ``{"context", "nodes", "execution", "flips"}``."""
+        return copy.deepcopy(
+            {
+                "context": self.context,
+                "nodes": self.nodes,
+                "execution": self.execution,
+                "flips": self.flips,
+            }
+        )
+
+    @classmethod
+    def from_dict(cls, config: ConfigInput, data: Mapping[str, Any]) -> RunState:
+        """Rebuild a state from ``to_dict()`` output, to continue applying events after it."""
+        state = cls(config, data.get("context") or {})
+        state.nodes = copy.deepcopy(dict(data.get("nodes") or {}))
+        state.execution = {
+            **_initial_execution(),
+            **copy.deepcopy(dict(data.get("execution") or {})),
+        }
+        state.flips = copy.deepcopy(list(data.get("flips") or []))
+        return state
+
+
+def replay(
+    config: ConfigInput, base_context: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
+) -> RunState:
+    """Rebuild a run's state from its base context and event log."""
+    state = RunState(config, base_context)
+    for event in events:
+        state.apply(event)
+    return state
