@@ -8,7 +8,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextadmin.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs the app registry)
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from runs.routing import websocket_application  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})
+# Daphne serves no static files: the inspector's CSS/JS (and the admin's) come through Django.
+application = ProtocolTypeRouter(
+    {"http": ASGIStaticFilesHandler(django_asgi_app), "websocket": websocket_application}
+)
