@@ -115,8 +115,10 @@ class RunState:
                 raise KeyError(
                     f"{path!r}: {part} is inside a {type(target).__name__}, not an object"
                 )
-            if not isinstance(target.get(part), dict | list):
+            if part not in target:
                 target[part] = {}
+            elif not isinstance(target[part], dict | list):
+                raise KeyError(f"{path!r}: {part} holds a value, not an object")
             target = target[part]
         last = rest[-1]
         if isinstance(target, list):
