@@ -82,8 +82,8 @@ LEGACY_KEYS = ("variables",)
 NAME_PATTERN = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$"
 ENV_VAR_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
 _SECRET_ENV = re.compile(r"(?:_KEY$|^KEY$|SECRET|TOKEN|PASSWORD)")
-SECRET_ENV_REASON = (
-    "looks like a secret: storing secrets in any context variable is an anti-pattern "
+SECRET_ENV_REASON = (  # a message about secrets, not one
+    "looks like a secret: storing secrets in any context variable is an anti-pattern "  # noqa: S105
     "(use a secure secret manager; never echo secret env vars here)"
 )
 
@@ -118,7 +118,9 @@ def value_matches_type(value: Any, type_: str) -> bool:
     if type_ == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
     if type_ == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
     return isinstance(value, str)
 
 
@@ -132,7 +134,9 @@ def _primitive_of_type(value: Any, info: ValidationInfo) -> Any:
     if type_ is None:  # the type itself was invalid: that error is reported already
         return value
     if not value_matches_type(value, type_):
-        raise ValueError(f"must be {_article(type_)} (the declared type), got {json_type_name(value)}")
+        raise ValueError(
+            f"must be {_article(type_)} (the declared type), got {json_type_name(value)}"
+        )
     return value
 
 
@@ -213,7 +217,9 @@ class DatabaseVariable(_Model):
 
 class EnvironmentSource(_Model):
     type: Literal["environment"] = "environment"
-    env_var: Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS, pattern=ENV_VAR_PATTERN)]
+    env_var: Annotated[
+        str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS, pattern=ENV_VAR_PATTERN)
+    ]
 
     @field_validator("env_var")
     @classmethod
@@ -324,7 +330,8 @@ class ContextVariablesFile(_Model):
     def variables(self) -> Iterator[tuple[str, int, AnyVariable]]:
         """Yield (category, index, variable) in canonical order."""
         for category in CATEGORIES:
-            for index, variable in enumerate(getattr(self.context_variables, CATEGORY_KEYS[category])):
+            variables = getattr(self.context_variables, CATEGORY_KEYS[category])
+            for index, variable in enumerate(variables):
                 yield category, index, variable
 
     def categories(self) -> dict[str, str]:
@@ -389,11 +396,18 @@ def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
     # Discriminated unions add the tag (``agent_text``) after the list index; drop it.
     cleaned: list[str | int] = []
     for index, part in enumerate(loc):
-        if isinstance(part, str) and index and isinstance(loc[index - 1], int) and part in TRIGGER_TYPES:
+        if (
+            isinstance(part, str) and index and isinstance(loc[index - 1], int)
+            and part in TRIGGER_TYPES
+        ):
             continue
-        if isinstance(part, str) and part.startswith(("function-", "union[", "bool", "int", "float", "str")):
-            if cleaned and cleaned[-1] in ("value", "default"):
-                continue
+        if (
+            isinstance(part, str)
+            and part.startswith(("function-", "union[", "bool", "int", "float", "str"))
+            and cleaned
+            and cleaned[-1] in ("value", "default")
+        ):
+            continue
         cleaned.append(part)
     return tuple(cleaned)
 
@@ -411,9 +425,13 @@ def _issue_from_pydantic(error: Mapping[str, Any]) -> ConfigIssue:
     if error["type"] == "string_pattern_mismatch":
         pattern = (error.get("ctx") or {}).get("pattern")
         if pattern == NAME_PATTERN:
-            message = "must be lower_snake_case (a-z, 0-9, single underscores, starting with a letter)"
+            message = (
+                "must be lower_snake_case (a-z, 0-9, single underscores, starting with a letter)"
+            )
         elif pattern == ENV_VAR_PATTERN:
-            message = "must be an environment variable name (A-Z, 0-9 and _, not starting with a digit)"
+            message = (
+                "must be an environment variable name (A-Z, 0-9 and _, not starting with a digit)"
+            )
     elif error["type"] == "union_tag_invalid":
         message = f"unknown trigger type; expected one of {', '.join(TRIGGER_TYPES)}"
     elif error["type"] == "union_tag_not_found":
@@ -437,7 +455,9 @@ def _dedupe(issues: list[ConfigIssue]) -> list[ConfigIssue]:
 def _normalize(data: Any, warnings: list[str]) -> Any:
     """Accept the legacy ``variables`` key (warn, ignore) and flat ``derived_variables``."""
     if not isinstance(data, Mapping):
-        raise ConfigError([ConfigIssue((), "the document must be a JSON object with context_variables")])
+        raise ConfigError(
+            [ConfigIssue((), "the document must be a JSON object with context_variables")]
+        )
     data = dict(data)
     section = data.get("context_variables", {})
     if not isinstance(section, Mapping):
@@ -493,10 +513,14 @@ def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
         total += 1
         loc: tuple[str | int, ...] = ("context_variables", CATEGORY_KEYS[category], index, "name")
         if variable.name in RESERVED_NAMES:
-            issues.append(ConfigIssue(loc, f"{variable.name} is reserved: the runtime always sets it"))
+            issues.append(
+                ConfigIssue(loc, f"{variable.name} is reserved: the runtime always sets it")
+            )
         elif variable.name in first_seen:
             issues.append(ConfigIssue(
-                loc, f"{variable.name} is already declared at {format_loc(first_seen[variable.name][:-1])}"
+                loc,
+                f"{variable.name} is already declared at "
+                f"{format_loc(first_seen[variable.name][:-1])}",
             ))
         else:
             first_seen[variable.name] = loc
@@ -557,7 +581,8 @@ def _variable_dict(variable: AnyVariable) -> dict[str, Any]:
 
 def config_export_bytes(config: ContextVariablesFile, *, production: bool = False) -> bytes:
     """Return the canonical, byte-stable ``context_variables.json`` (2-space indent, newline)."""
-    text = json.dumps(config_export_dict(config, production=production), indent=2, ensure_ascii=False)
+    document = config_export_dict(config, production=production)
+    text = json.dumps(document, indent=2, ensure_ascii=False)
     return (text + "\n").encode("utf-8")
 
 
