@@ -27,10 +27,16 @@ CATEGORIES = {
         pytest.param("${interview_complete}", ("interview_complete",), id="one"),
         pytest.param("  ${interview_complete}  ", ("interview_complete",), id="padded"),
         pytest.param("${ interview_complete }", ("interview_complete",), id="spaces-inside"),
-        pytest.param("${monetization_enabled} and ${interview_complete}",
-                     ("monetization_enabled", "interview_complete"), id="and"),
-        pytest.param("${monetization_enabled} AND ${interview_complete}",
-                     ("monetization_enabled", "interview_complete"), id="AND"),
+        pytest.param(
+            "${monetization_enabled} and ${interview_complete}",
+            ("monetization_enabled", "interview_complete"),
+            id="and",
+        ),
+        pytest.param(
+            "${monetization_enabled} AND ${interview_complete}",
+            ("monetization_enabled", "interview_complete"),
+            id="AND",
+        ),
     ],
 )
 def test_valid_conditions(expr: str, names: tuple[str, ...]) -> None:
@@ -52,8 +58,9 @@ def test_valid_conditions(expr: str, names: tuple[str, ...]) -> None:
         pytest.param("${product_tier} == 'beta'", "comparisons are not allowed", id="equals"),
         pytest.param("len(${items})", "functions are not allowed", id="function"),
         pytest.param("${a} and ${b} and ${c}", 'at most one "and"', id="two-ands"),
-        pytest.param("${a} and", "expected ${name} or ${a} and ${b}, got '${a} and'",
-                     id="dangling-and"),
+        pytest.param(
+            "${a} and", "expected ${name} or ${a} and ${b}, got '${a} and'", id="dangling-and"
+        ),
         pytest.param("interview_complete", "expected ${name}", id="bare-name"),
         pytest.param("${InterviewComplete}", "is not a lower_snake_case", id="bad-name"),
         pytest.param("${a} and ${a}", "referenced twice", id="same-twice"),
@@ -79,16 +86,36 @@ def test_non_string_condition() -> None:
     [
         pytest.param("${interview_complete}", [], id="derived-routes"),
         pytest.param("${context_aware}", [], id="environment-routes"),
-        pytest.param("${product_tier}", ["declarative variable product_tier cannot route: "
-                                         "only environment and derived variables can"], id="declarative"),
-        pytest.param("${concept_overview}", ["database variable concept_overview cannot route: "
-                                             "only environment and derived variables can"], id="database"),
-        pytest.param("${ghost}", ["unknown variable ghost: declare it as an environment or derived variable"],
-                     id="unknown"),
-        pytest.param("${ghost} and ${product_tier}", [
-            "unknown variable ghost: declare it as an environment or derived variable",
-            "declarative variable product_tier cannot route: only environment and derived variables can",
-        ], id="both-reported"),
+        pytest.param(
+            "${product_tier}",
+            [
+                "declarative variable product_tier cannot route: "
+                "only environment and derived variables can"
+            ],
+            id="declarative",
+        ),
+        pytest.param(
+            "${concept_overview}",
+            [
+                "database variable concept_overview cannot route: "
+                "only environment and derived variables can"
+            ],
+            id="database",
+        ),
+        pytest.param(
+            "${ghost}",
+            ["unknown variable ghost: declare it as an environment or derived variable"],
+            id="unknown",
+        ),
+        pytest.param(
+            "${ghost} and ${product_tier}",
+            [
+                "unknown variable ghost: declare it as an environment or derived variable",
+                "declarative variable product_tier cannot route: "
+                "only environment and derived variables can",
+            ],
+            id="both-reported",
+        ),
     ],
 )
 def test_only_environment_and_derived_variables_route(expr: str, errors: list[str]) -> None:

@@ -35,7 +35,9 @@ def manager(*variables: dict[str, Any]) -> DerivedContextManager:
         pytest.param({"trim": False}, " NEXT", False, id="no-trim-rejects-space"),
         pytest.param({"trim": False}, "next", True, id="no-trim-still-any-case"),
         pytest.param({"case_sensitive": True, "trim": False}, "NEXT", True, id="seed-001-exact"),
-        pytest.param({"case_sensitive": True, "trim": False}, "NEXT ", False, id="seed-001-exact-space"),
+        pytest.param(
+            {"case_sensitive": True, "trim": False}, "NEXT ", False, id="seed-001-exact-space"
+        ),
     ],
 )
 def test_agent_text_matching(match: dict[str, Any], said: str, flips: bool) -> None:
@@ -56,7 +58,9 @@ def test_configured_text_is_normalised_too() -> None:
     "event",
     [
         pytest.param(text("InterviewAgent", "NEXT"), id="string-agent"),
-        pytest.param({"type": "agent_text", "sender": "InterviewAgent", "text": "NEXT"}, id="sender-key"),
+        pytest.param(
+            {"type": "agent_text", "sender": "InterviewAgent", "text": "NEXT"}, id="sender-key"
+        ),
         pytest.param(text(SimpleNamespace(name="InterviewAgent"), "NEXT"), id="object-with-name"),
         pytest.param(text({"name": "InterviewAgent"}, "NEXT"), id="mapping-with-name"),
     ],
@@ -72,10 +76,14 @@ def test_sender_forms(event: dict[str, Any]) -> None:
     [
         pytest.param(text("interviewagent", "NEXT"), id="agent-names-are-exact"),
         pytest.param(text("OtherAgent", "NEXT"), id="other-agent"),
-        pytest.param(text(SimpleNamespace(title="InterviewAgent"), "NEXT"), id="object-without-name"),
+        pytest.param(
+            text(SimpleNamespace(title="InterviewAgent"), "NEXT"), id="object-without-name"
+        ),
         pytest.param({"type": "agent_text", "text": "NEXT"}, id="no-sender"),
         pytest.param({"type": "agent_text", "agent": "InterviewAgent", "text": None}, id="no-text"),
-        pytest.param({"type": "tool_response", "agent": "InterviewAgent", "text": "NEXT"}, id="wrong-type"),
+        pytest.param(
+            {"type": "tool_response", "agent": "InterviewAgent", "text": "NEXT"}, id="wrong-type"
+        ),
         pytest.param("NEXT", id="not-a-mapping"),
     ],
 )
@@ -138,14 +146,22 @@ def test_tool_response(trigger_status: str | None, event: dict[str, Any], flips:
     assert values["saved"] is flips
     if flips:
         assert result[0].cause == {
-            "type": "tool_response", "tool": "save_plan", "status": event.get("status"),
+            "type": "tool_response",
+            "tool": "save_plan",
+            "status": event.get("status"),
         }
 
 
 # -- several triggers, idempotency, order -----------------------------------------------------
 def test_any_trigger_flips_the_variable_and_records_which() -> None:
-    mgr = manager(derived_var("done", says("A", "finish"), says("B", "done"),
-                              {"type": "tool_response", "tool": "close"}))
+    mgr = manager(
+        derived_var(
+            "done",
+            says("A", "finish"),
+            says("B", "done"),
+            {"type": "tool_response", "tool": "close"},
+        )
+    )
     values = mgr.defaults()
     assert mgr.observe(text("A", "nope"), values) == []
     flips = mgr.observe(text("B", "Done"), values)
@@ -153,7 +169,9 @@ def test_any_trigger_flips_the_variable_and_records_which() -> None:
 
 
 def test_flips_are_idempotent() -> None:
-    mgr = manager(derived_var("done", says("A", "go"), {"type": "agent_turn_count", "agent": "A", "count": 1}))
+    mgr = manager(
+        derived_var("done", says("A", "go"), {"type": "agent_turn_count", "agent": "A", "count": 1})
+    )
     values = mgr.defaults()
     first = mgr.observe(text("A", "go"), values)
     assert [(f.name, f.trigger_index) for f in first] == [("done", 0)]  # one flip, not two
@@ -176,8 +194,11 @@ def test_a_flag_reset_by_the_runtime_can_flip_again() -> None:
 
 
 def test_one_event_can_flip_several_variables_in_config_order() -> None:
-    mgr = manager(derived_var("b_flag", says("A", "go")), derived_var("a_flag", says("A", "GO")),
-                  derived_var("other", says("B", "go")))
+    mgr = manager(
+        derived_var("b_flag", says("A", "go")),
+        derived_var("a_flag", says("A", "GO")),
+        derived_var("other", says("B", "go")),
+    )
     values = mgr.defaults()
     assert [f.name for f in mgr.observe(text("A", "go"), values)] == ["b_flag", "a_flag"]
     assert values == {"b_flag": True, "a_flag": True, "other": False}
@@ -227,10 +248,16 @@ def test_flip_is_frozen_hashable_and_json_safe() -> None:
     mgr = DerivedContextManager(demo_config())
     values = mgr.defaults()
     (flip,) = mgr.observe(text("InterviewAgent", "NEXT"), values)
-    assert flip == Flip("interview_complete", True, 0,
-                        {"type": "agent_text", "agent": "InterviewAgent", "text": "NEXT"})
+    assert flip == Flip(
+        "interview_complete",
+        True,
+        0,
+        {"type": "agent_text", "agent": "InterviewAgent", "text": "NEXT"},
+    )
     assert json.loads(json.dumps(flip.as_dict())) == {
-        "name": "interview_complete", "value": True, "trigger_index": 0,
+        "name": "interview_complete",
+        "value": True,
+        "trigger_index": 0,
         "cause": {"type": "agent_text", "agent": "InterviewAgent", "text": "NEXT"},
     }
     hash(flip)

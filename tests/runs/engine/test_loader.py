@@ -35,25 +35,48 @@ def build(config: Any, environ: dict[str, str] | None = None, **kwargs: Any):
 @pytest.mark.parametrize(
     ("environ", "expected", "statuses"),
     [
-        pytest.param({}, {"context_aware": False, "monetization_enabled": False},
-                     ("default", "default"), id="unset-means-false"),
-        pytest.param({"CONTEXT_AWARE": "1", "MONETIZATION_ENABLED": "on"},
-                     {"context_aware": True, "monetization_enabled": True},
-                     ("resolved", "resolved"), id="truthy"),
-        pytest.param({"CONTEXT_AWARE": "0", "MONETIZATION_ENABLED": "maybe"},
-                     {"context_aware": False, "monetization_enabled": False},
-                     ("resolved", "resolved"), id="anything-else-is-false"),
-        pytest.param({"ENVIRONMENT": "production", "CONTEXT_AWARE": "1"}, {},
-                     ("suppressed", "suppressed"), id="production-has-no-flags"),
-        pytest.param({"ENVIRONMENT": " Production ", "MONETIZATION_ENABLED": "1"}, {},
-                     ("suppressed", "suppressed"), id="production-any-case"),
+        pytest.param(
+            {},
+            {"context_aware": False, "monetization_enabled": False},
+            ("default", "default"),
+            id="unset-means-false",
+        ),
+        pytest.param(
+            {"CONTEXT_AWARE": "1", "MONETIZATION_ENABLED": "on"},
+            {"context_aware": True, "monetization_enabled": True},
+            ("resolved", "resolved"),
+            id="truthy",
+        ),
+        pytest.param(
+            {"CONTEXT_AWARE": "0", "MONETIZATION_ENABLED": "maybe"},
+            {"context_aware": False, "monetization_enabled": False},
+            ("resolved", "resolved"),
+            id="anything-else-is-false",
+        ),
+        pytest.param(
+            {"ENVIRONMENT": "production", "CONTEXT_AWARE": "1"},
+            {},
+            ("suppressed", "suppressed"),
+            id="production-has-no-flags",
+        ),
+        pytest.param(
+            {"ENVIRONMENT": " Production ", "MONETIZATION_ENABLED": "1"},
+            {},
+            ("suppressed", "suppressed"),
+            id="production-any-case",
+        ),
     ],
 )
-def test_minimal_base(environ: dict[str, str], expected: dict[str, bool], statuses: tuple[str, str]) -> None:
+def test_minimal_base(
+    environ: dict[str, str], expected: dict[str, bool], statuses: tuple[str, str]
+) -> None:
     ctx = build({}, environ)
     assert ctx.values == {"enterprise_id": "acme", "workflow_name": "Generator", **expected}
     assert ctx.provenance["enterprise_id"] == {
-        "category": "base", "source": "run", "status": "resolved", "reason": None,
+        "category": "base",
+        "source": "run",
+        "status": "resolved",
+        "reason": None,
     }
     for name, status in zip(("context_aware", "monetization_enabled"), statuses, strict=True):
         assert ctx.provenance[name]["category"] == "base"
@@ -77,19 +100,43 @@ def test_reads_the_given_environ_never_os_environ(monkeypatch: pytest.MonkeyPatc
         pytest.param(b"{not json", "(document)", id="not-json"),
         pytest.param([], "(document)", id="not-an-object"),
         pytest.param({"context_variables": []}, "context_variables", id="section-not-an-object"),
-        pytest.param(config_with(environment_variables=[{"name": "flag", "source": {"type": "environment"}}]),
-                     "context_variables.environment_variables[0].source.env_var", id="missing-env-var"),
-        pytest.param(config_with(derived_variables=[derived_var("done", {"type": "timer", "agent": "A"})]),
-                     "context_variables.derived_variables[0].triggers[0]", id="unknown-trigger-type"),
-        pytest.param(config_with(declarative_variables=[{"name": "x", "type": "integer", "value": "25"}]),
-                     "context_variables.declarative_variables[0].value", id="value-of-wrong-type"),
-        pytest.param(config_with(declarative_variables=[{"name": "a", "value": 1}, {"name": "a", "value": 2}]),
-                     "context_variables.declarative_variables[1].name", id="duplicate-name"),
-        pytest.param(config_with(declarative_variables=[{"name": "Bad-Name", "value": 1}]),
-                     "context_variables.declarative_variables[0].name", id="bad-name"),
-        pytest.param({**config_with(), "handoffs": [{"source_agent": "A", "target_agent": "B",
-                                                    "condition": "${nope}"}]},
-                     "handoffs[0].condition", id="bad-handoff-condition"),
+        pytest.param(
+            config_with(
+                environment_variables=[{"name": "flag", "source": {"type": "environment"}}]
+            ),
+            "context_variables.environment_variables[0].source.env_var",
+            id="missing-env-var",
+        ),
+        pytest.param(
+            config_with(derived_variables=[derived_var("done", {"type": "timer", "agent": "A"})]),
+            "context_variables.derived_variables[0].triggers[0]",
+            id="unknown-trigger-type",
+        ),
+        pytest.param(
+            config_with(declarative_variables=[{"name": "x", "type": "integer", "value": "25"}]),
+            "context_variables.declarative_variables[0].value",
+            id="value-of-wrong-type",
+        ),
+        pytest.param(
+            config_with(
+                declarative_variables=[{"name": "a", "value": 1}, {"name": "a", "value": 2}]
+            ),
+            "context_variables.declarative_variables[1].name",
+            id="duplicate-name",
+        ),
+        pytest.param(
+            config_with(declarative_variables=[{"name": "Bad-Name", "value": 1}]),
+            "context_variables.declarative_variables[0].name",
+            id="bad-name",
+        ),
+        pytest.param(
+            {
+                **config_with(),
+                "handoffs": [{"source_agent": "A", "target_agent": "B", "condition": "${nope}"}],
+            },
+            "handoffs[0].condition",
+            id="bad-handoff-condition",
+        ),
         pytest.param(b"[" * 100_000, "(document)", id="absurdly-nested"),
     ],
 )
@@ -111,10 +158,16 @@ def test_invalid_config_warnings_are_capped() -> None:
 @pytest.mark.parametrize(
     ("config", "warning"),
     [
-        pytest.param({"variables": [1], "context_variables": {}}, "variables: legacy key ignored",
-                     id="top-level"),
-        pytest.param({"context_variables": {"variables": []}},
-                     "context_variables.variables: legacy key ignored", id="nested"),
+        pytest.param(
+            {"variables": [1], "context_variables": {}},
+            "variables: legacy key ignored",
+            id="top-level",
+        ),
+        pytest.param(
+            {"context_variables": {"variables": []}},
+            "context_variables.variables: legacy key ignored",
+            id="nested",
+        ),
     ],
 )
 def test_legacy_keys_warn_and_are_ignored(config: dict[str, Any], warning: str) -> None:
@@ -124,7 +177,9 @@ def test_legacy_keys_warn_and_are_ignored(config: dict[str, Any], warning: str) 
 
 
 def test_flat_derived_variables_are_accepted() -> None:
-    ctx = build({"context_variables": {}, "derived_variables": [derived_var("done", says("A", "x"))]})
+    ctx = build(
+        {"context_variables": {}, "derived_variables": [derived_var("done", says("A", "x"))]}
+    )
     assert ctx.values["done"] is False
     assert ctx.warnings == []
 
@@ -147,15 +202,22 @@ def test_every_config_form_gives_the_same_context(form: str) -> None:
 
 
 # -- step 3: gating ---------------------------------------------------------------------------
-def test_production_suppresses_environment_variables_visibly(caplog: pytest.LogCaptureFixture) -> None:
-    config = config_with(environment_variables=[
-        env_var("context_aware", "CONTEXT_AWARE"), env_var("beta_ui", "BETA_UI", default=True),
-    ])
+def test_production_suppresses_environment_variables_visibly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = config_with(
+        environment_variables=[
+            env_var("context_aware", "CONTEXT_AWARE"),
+            env_var("beta_ui", "BETA_UI", default=True),
+        ]
+    )
     with caplog.at_level(logging.INFO, logger="runs.engine"):
         ctx = build(config, {"ENVIRONMENT": "production", "CONTEXT_AWARE": "1", "BETA_UI": "1"})
     assert "context_aware" not in ctx.values and "beta_ui" not in ctx.values
     assert ctx.provenance["beta_ui"] == {
-        "category": "environment", "source": "BETA_UI", "status": "suppressed",
+        "category": "environment",
+        "source": "BETA_UI",
+        "status": "suppressed",
         "reason": "suppressed in production",
     }
     suppression = [r for r in caplog.records if "production: suppressed 2" in r.getMessage()]
@@ -183,7 +245,9 @@ def test_defensive_purge_removes_leaks_and_warns(
     assert [r.levelno for r in caplog.records if "purged" in r.getMessage()] == [logging.WARNING]
 
 
-SCHEMA_CONFIG = config_with(database_name="main", database_variables=[db_var("overview", "Concepts", "Overview")])
+SCHEMA_CONFIG = config_with(
+    database_name="main", database_variables=[db_var("overview", "Concepts", "Overview")]
+)
 
 
 @pytest.mark.parametrize(
@@ -207,8 +271,12 @@ def test_schema_gating(value: str | None, suppressed: bool) -> None:
         assert entry["status"] == "suppressed"
         assert "CONTEXT_INCLUDE_SCHEMA" in entry["reason"]
     else:
-        assert entry == {"category": "database", "source": "db.main.Concepts.Overview",
-                         "status": "unresolved", "reason": "no MongoDB configured"}
+        assert entry == {
+            "category": "database",
+            "source": "db.main.Concepts.Overview",
+            "status": "unresolved",
+            "reason": "no MongoDB configured",
+        }
 
 
 # -- step 4: environment coercion -------------------------------------------------------------
@@ -220,10 +288,14 @@ MISSING = object()
     [
         pytest.param("boolean", "1", None, True, "resolved", False, id="bool-1"),
         pytest.param("boolean", "true", None, True, "resolved", False, id="bool-true"),
-        pytest.param("boolean", " YES ", None, True, "resolved", False, id="bool-yes-trimmed-any-case"),
+        pytest.param(
+            "boolean", " YES ", None, True, "resolved", False, id="bool-yes-trimmed-any-case"
+        ),
         pytest.param("boolean", "On", None, True, "resolved", False, id="bool-on"),
         pytest.param("boolean", "0", True, False, "resolved", False, id="bool-0"),
-        pytest.param("boolean", "enabled", None, False, "resolved", False, id="bool-other-is-false"),
+        pytest.param(
+            "boolean", "enabled", None, False, "resolved", False, id="bool-other-is-false"
+        ),
         pytest.param("boolean", "", None, False, "resolved", False, id="bool-empty-is-false"),
         pytest.param("boolean", None, None, False, "default", False, id="bool-unset-is-false"),
         pytest.param("boolean", None, True, True, "default", False, id="bool-unset-default"),
@@ -231,9 +303,13 @@ MISSING = object()
         pytest.param("integer", " -7 ", None, -7, "resolved", False, id="int-trimmed-negative"),
         pytest.param("integer", "abc", 5, 5, "default", True, id="int-unparsable-default"),
         pytest.param("integer", "3.5", 5, 5, "default", True, id="int-float-unparsable"),
-        pytest.param("integer", "abc", None, MISSING, "unresolved", True, id="int-unparsable-no-default"),
+        pytest.param(
+            "integer", "abc", None, MISSING, "unresolved", True, id="int-unparsable-no-default"
+        ),
         pytest.param("integer", None, 10, 10, "default", False, id="int-unset-default"),
-        pytest.param("integer", None, None, MISSING, "unresolved", False, id="int-unset-no-default"),
+        pytest.param(
+            "integer", None, None, MISSING, "unresolved", False, id="int-unset-no-default"
+        ),
         pytest.param("number", "0.5", None, 0.5, "resolved", False, id="number"),
         pytest.param("number", "3", None, 3, "resolved", False, id="number-integral"),
         pytest.param("number", "1e3", None, 1000.0, "resolved", False, id="number-exponent"),
@@ -241,7 +317,9 @@ MISSING = object()
         pytest.param("number", "inf", None, MISSING, "unresolved", True, id="number-inf-rejected"),
         pytest.param("string", " hi ", None, " hi ", "resolved", False, id="string-verbatim"),
         pytest.param("string", None, "x", "x", "default", False, id="string-unset-default"),
-        pytest.param("string", None, None, MISSING, "unresolved", False, id="string-unset-no-default"),
+        pytest.param(
+            "string", None, None, MISSING, "unresolved", False, id="string-unset-no-default"
+        ),
     ],
 )
 def test_environment_coercion(
@@ -269,7 +347,9 @@ def test_unset_without_default_reason_names_the_env_var() -> None:
 
 
 def test_declared_environment_variable_overrides_base_flag() -> None:
-    config = config_with(environment_variables=[env_var("context_aware", "CONTEXT_AWARE", default=True)])
+    config = config_with(
+        environment_variables=[env_var("context_aware", "CONTEXT_AWARE", default=True)]
+    )
     ctx = build(config)
     assert ctx.values["context_aware"] is True
     assert ctx.provenance["context_aware"]["category"] == "environment"
@@ -278,9 +358,16 @@ def test_declared_environment_variable_overrides_base_flag() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "type_", "expected"),
-    [("12", "integer", (True, 12)), ("1_000", "integer", (False, None)), ("+3", "integer", (True, 3)),
-     (".5", "number", (True, 0.5)), ("1.", "number", (True, 1.0)), ("", "number", (False, None)),
-     ("x", "string", (True, "x")), ("TRUE", "boolean", (True, True))],
+    [
+        ("12", "integer", (True, 12)),
+        ("1_000", "integer", (False, None)),
+        ("+3", "integer", (True, 3)),
+        (".5", "number", (True, 0.5)),
+        ("1.", "number", (True, 1.0)),
+        ("", "number", (False, None)),
+        ("x", "string", (True, "x")),
+        ("TRUE", "boolean", (True, True)),
+    ],
 )
 def test_coerce_env(raw: str, type_: str, expected: tuple[bool, Any]) -> None:
     assert coerce_env(raw, type_) == expected
@@ -288,26 +375,37 @@ def test_coerce_env(raw: str, type_: str, expected: tuple[bool, Any]) -> None:
 
 # -- steps 5, 6 and derived -------------------------------------------------------------------
 def test_declarative_values_are_verbatim_and_never_gated() -> None:
-    config = config_with(declarative_variables=[
-        {"name": "product_tier", "type": "string", "value": "beta"},
-        {"name": "max_items", "type": "integer", "value": 25},
-        {"name": "ratio", "type": "number", "value": 0.25},
-        {"name": "shiny", "type": "boolean", "value": False},
-    ])
+    config = config_with(
+        declarative_variables=[
+            {"name": "product_tier", "type": "string", "value": "beta"},
+            {"name": "max_items", "type": "integer", "value": 25},
+            {"name": "ratio", "type": "number", "value": 0.25},
+            {"name": "shiny", "type": "boolean", "value": False},
+        ]
+    )
     ctx = build(config, {"ENVIRONMENT": "production", "CONTEXT_INCLUDE_SCHEMA": "0"})
     assert {k: ctx.values[k] for k in ("product_tier", "max_items", "ratio", "shiny")} == {
-        "product_tier": "beta", "max_items": 25, "ratio": 0.25, "shiny": False,
+        "product_tier": "beta",
+        "max_items": 25,
+        "ratio": 0.25,
+        "shiny": False,
     }
     assert ctx.provenance["max_items"] == {
-        "category": "declarative", "source": "static", "status": "resolved", "reason": None,
+        "category": "declarative",
+        "source": "static",
+        "status": "resolved",
+        "reason": None,
     }
 
 
 def test_database_name_per_variable_overrides_workflow_default() -> None:
-    config = config_with(database_name="main", database_variables=[
-        db_var("a", "Concepts", "Overview"),
-        db_var("b", "Plans", "tier.name", database_name="billing"),
-    ])
+    config = config_with(
+        database_name="main",
+        database_variables=[
+            db_var("a", "Concepts", "Overview"),
+            db_var("b", "Plans", "tier.name", database_name="billing"),
+        ],
+    )
     provenance = build(config).provenance
     assert provenance["a"]["source"] == "db.main.Concepts.Overview"
     assert provenance["b"]["source"] == "db.billing.Plans.tier.name"
@@ -324,21 +422,31 @@ def test_database_lookup_errors_never_escape() -> None:
 
 
 def test_derived_variables_are_seeded_with_their_defaults() -> None:
-    config = config_with(derived_variables=[
-        derived_var("started", says("A", "go"), default=True), derived_var("done", says("A", "stop")),
-    ])
+    config = config_with(
+        derived_variables=[
+            derived_var("started", says("A", "go"), default=True),
+            derived_var("done", says("A", "stop")),
+        ]
+    )
     ctx = build(config)
     assert (ctx.values["started"], ctx.values["done"]) == (True, False)
     assert ctx.provenance["done"] == {
-        "category": "derived", "source": "derived", "status": "default", "reason": None,
+        "category": "derived",
+        "source": "derived",
+        "status": "default",
+        "reason": None,
     }
 
 
 def test_demo_workflow_in_development() -> None:
     ctx = build(demo_config(), {"CONTEXT_AWARE": "true"})
     assert ctx.values == {
-        "enterprise_id": "acme", "workflow_name": "Generator", "context_aware": True,
-        "monetization_enabled": False, "product_tier": "beta", "max_items": 25,
+        "enterprise_id": "acme",
+        "workflow_name": "Generator",
+        "context_aware": True,
+        "monetization_enabled": False,
+        "product_tier": "beta",
+        "max_items": 25,
         "interview_complete": False,
     }
     assert ctx.provenance["concept_overview"]["status"] == "unresolved"
@@ -358,12 +466,18 @@ def test_every_provenance_entry_has_the_four_keys() -> None:
 def _secret_config() -> ContextVariablesFile:
     """A config the schema would refuse (secret-looking env var), built around the validator."""
     variable = EnvironmentVariable.model_construct(
-        name="service_key", type="string", description="", default=None,
+        name="service_key",
+        type="string",
+        description="",
+        default=None,
         source=EnvironmentSource.model_construct(type="environment", env_var="SERVICE_API_KEY"),
     )
     section = ContextVariables.model_construct(
-        database_name=None, declarative_variables=[], database_variables=[],
-        environment_variables=[variable], derived_variables=[],
+        database_name=None,
+        declarative_variables=[],
+        database_variables=[],
+        environment_variables=[variable],
+        derived_variables=[],
     )
     return ContextVariablesFile.model_construct(context_variables=section, handoffs=[])
 
@@ -402,7 +516,9 @@ def test_summary_line_counts_statuses(caplog: pytest.LogCaptureFixture) -> None:
     ]
 
 
-@pytest.mark.parametrize(("flag", "diffs"), [("1", True), ("yes", True), ("0", False), (None, False)])
+@pytest.mark.parametrize(
+    ("flag", "diffs"), [("1", True), ("yes", True), ("0", False), (None, False)]
+)
 def test_verbose_debug_logs_a_diff_per_step(
     flag: str | None, diffs: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -413,21 +529,32 @@ def test_verbose_debug_logs_a_diff_per_step(
     if not diffs:
         assert lines == []
         return
-    assert all(r.levelno == logging.DEBUG for r in caplog.records if "context diff" in r.getMessage())
+    assert all(
+        r.levelno == logging.DEBUG for r in caplog.records if "context diff" in r.getMessage()
+    )
     assert 'context diff after step 5 (declarative): +product_tier="beta"; +max_items=25' in lines
     assert "context diff after step 3 (gating): (no change)" in lines
     assert "context diff after derived defaults: +interview_complete=false" in lines
 
 
 # -- determinism ------------------------------------------------------------------------------
-ENV_KEYS = ["ENVIRONMENT", "CONTEXT_INCLUDE_SCHEMA", "CONTEXT_AWARE", "MONETIZATION_ENABLED", "KNOB"]
+ENV_KEYS = [
+    "ENVIRONMENT",
+    "CONTEXT_INCLUDE_SCHEMA",
+    "CONTEXT_AWARE",
+    "MONETIZATION_ENABLED",
+    "KNOB",
+]
 
 
 @settings(max_examples=60, deadline=None)
 @given(
     environ=st.dictionaries(
         st.sampled_from(ENV_KEYS),
-        st.one_of(st.sampled_from(["production", "1", "0", "true", "off", " 7 ", "x"]), st.text(max_size=8)),
+        st.one_of(
+            st.sampled_from(["production", "1", "0", "true", "off", " 7 ", "x"]),
+            st.text(max_size=8),
+        ),
     ),
     knob_type=st.sampled_from(["string", "integer", "number", "boolean"]),
 )

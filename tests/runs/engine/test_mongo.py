@@ -30,37 +30,59 @@ PROFILE = {
 
 @pytest.fixture(scope="module")
 def mongo(mongo_server: MongoServer) -> MongoServer:
-    mongo_server.seed({
-        "engine_tests": {"Profiles": [PROFILE, {**PROFILE, "enterprise_id": "globex", "count": 4}]},
-        "billing": {"Plans": [{"enterprise_id": "acme", "plan": "enterprise"}]},
-    })
+    mongo_server.seed(
+        {
+            "engine_tests": {
+                "Profiles": [PROFILE, {**PROFILE, "enterprise_id": "globex", "count": 4}]
+            },
+            "billing": {"Plans": [{"enterprise_id": "acme", "plan": "enterprise"}]},
+        }
+    )
     return mongo_server
 
 
 def build(config: Any, client: Any, enterprise_id: str = "acme", **environ: str) -> Any:
-    return build_context(config, workflow_name="W", enterprise_id=enterprise_id,
-                         environ=environ, mongo=client)
-
+    return build_context(
+        config, workflow_name="W", enterprise_id=enterprise_id, environ=environ, mongo=client
+    )
 
 
 @pytest.mark.parametrize(
     ("enterprise_id", "status", "value", "reason"),
     [
-        pytest.param("acme", "resolved", "Acme builds a marketplace that pairs freelance translators "
-                     "with publishers.", None, id="acme"),
-        pytest.param("globex", "resolved", "Globex is an energy analytics platform for small utilities.",
-                     None, id="globex"),
-        pytest.param("initech", "unresolved", None,
-                     "no document in autogen_ai_agents.Concepts with enterprise_id='initech'", id="no-document"),
+        pytest.param(
+            "acme",
+            "resolved",
+            "Acme builds a marketplace that pairs freelance translators with publishers.",
+            None,
+            id="acme",
+        ),
+        pytest.param(
+            "globex",
+            "resolved",
+            "Globex is an energy analytics platform for small utilities.",
+            None,
+            id="globex",
+        ),
+        pytest.param(
+            "initech",
+            "unresolved",
+            None,
+            "no document in autogen_ai_agents.Concepts with enterprise_id='initech'",
+            id="no-document",
+        ),
     ],
 )
 @pytest.mark.mongo
-def test_demo_workflow_lookup(mongo: MongoServer, enterprise_id: str, status: str, value: Any,
-                              reason: str | None) -> None:
+def test_demo_workflow_lookup(
+    mongo: MongoServer, enterprise_id: str, status: str, value: Any, reason: str | None
+) -> None:
     ctx = build(demo_config(), mongo.client, enterprise_id)
     assert ctx.provenance["concept_overview"] == {
-        "category": "database", "source": "db.autogen_ai_agents.Concepts.ConceptOverview",
-        "status": status, "reason": reason,
+        "category": "database",
+        "source": "db.autogen_ai_agents.Concepts.ConceptOverview",
+        "status": status,
+        "reason": reason,
     }
     assert ctx.values.get("concept_overview") == value
 
@@ -78,7 +100,9 @@ def test_demo_workflow_lookup(mongo: MongoServer, enterprise_id: str, status: st
 )
 @pytest.mark.mongo
 def test_field_paths_and_json_safe_values(mongo: MongoServer, field: str, value: Any) -> None:
-    config = config_with(database_name="engine_tests", database_variables=[db_var("item", "Profiles", field)])
+    config = config_with(
+        database_name="engine_tests", database_variables=[db_var("item", "Profiles", field)]
+    )
     ctx = build(config, mongo.client)
     assert ctx.provenance["item"]["status"] == "resolved", ctx.provenance["item"]
     assert ctx.values["item"] == value
@@ -87,17 +111,32 @@ def test_field_paths_and_json_safe_values(mongo: MongoServer, field: str, value:
 @pytest.mark.parametrize(
     ("field", "reason"),
     [
-        pytest.param("missing", "no field missing in the engine_tests.Profiles document with enterprise_id='acme'",
-                     id="missing-top-level"),
-        pytest.param("profile.plan.color", "no field profile.plan.color in the engine_tests.Profiles document "
-                     "with enterprise_id='acme'", id="missing-nested"),
-        pytest.param("profile.seats.7.n", "no field profile.seats.7.n in the engine_tests.Profiles document "
-                     "with enterprise_id='acme'", id="index-out-of-range"),
+        pytest.param(
+            "missing",
+            "no field missing in the engine_tests.Profiles document with enterprise_id='acme'",
+            id="missing-top-level",
+        ),
+        pytest.param(
+            "profile.plan.color",
+            "no field profile.plan.color in the engine_tests.Profiles document "
+            "with enterprise_id='acme'",
+            id="missing-nested",
+        ),
+        pytest.param(
+            "profile.seats.7.n",
+            "no field profile.seats.7.n in the engine_tests.Profiles document "
+            "with enterprise_id='acme'",
+            id="index-out-of-range",
+        ),
     ],
 )
 @pytest.mark.mongo
-def test_missing_fields_are_unresolved_with_the_reason(mongo: MongoServer, field: str, reason: str) -> None:
-    config = config_with(database_name="engine_tests", database_variables=[db_var("item", "Profiles", field)])
+def test_missing_fields_are_unresolved_with_the_reason(
+    mongo: MongoServer, field: str, reason: str
+) -> None:
+    config = config_with(
+        database_name="engine_tests", database_variables=[db_var("item", "Profiles", field)]
+    )
     ctx = build(config, mongo.client)
     assert "item" not in ctx.values
     assert ctx.provenance["item"]["status"] == "unresolved"
@@ -106,23 +145,32 @@ def test_missing_fields_are_unresolved_with_the_reason(mongo: MongoServer, field
 
 @pytest.mark.mongo
 def test_per_variable_database_and_search_by(mongo: MongoServer) -> None:
-    config = config_with(database_name="engine_tests", database_variables=[
-        db_var("plan", "Plans", "plan", database_name="billing"),
-        db_var("tier", "Profiles", "profile.plan.tier", search_by="tenant"),
-    ])
+    config = config_with(
+        database_name="engine_tests",
+        database_variables=[
+            db_var("plan", "Plans", "plan", database_name="billing"),
+            db_var("tier", "Profiles", "profile.plan.tier", search_by="tenant"),
+        ],
+    )
     ctx = build(config, mongo.client, "t-9")
-    assert ctx.provenance["plan"]["reason"] == "no document in billing.Plans with enterprise_id='t-9'"
+    assert (
+        ctx.provenance["plan"]["reason"] == "no document in billing.Plans with enterprise_id='t-9'"
+    )
     assert ctx.values["tier"] == "gold"
     assert build(config, mongo.client).values["plan"] == "enterprise"
 
 
 @pytest.mark.mongo
 def test_type_mismatch_is_kept_with_a_warning(mongo: MongoServer) -> None:
-    config = config_with(database_name="engine_tests",
-                         database_variables=[{**db_var("tier", "Profiles", "count"), "type": "string"}])
+    config = config_with(
+        database_name="engine_tests",
+        database_variables=[{**db_var("tier", "Profiles", "count"), "type": "string"}],
+    )
     ctx = build(config, mongo.client)
     assert ctx.values["tier"] == 3
-    assert ctx.warnings == ["tier: declared string but db.engine_tests.Profiles.count holds an integer; kept as is"]
+    assert ctx.warnings == [
+        "tier: declared string but db.engine_tests.Profiles.count holds an integer; kept as is"
+    ]
 
 
 @pytest.mark.mongo
@@ -156,12 +204,21 @@ class CommandCounter(monitoring.CommandListener):
 def test_one_round_trip_per_collection(mongo: MongoServer) -> None:
     """200 database variables over 5 collections cost at most 5 finds."""
     collections = [f"Wide{i}" for i in range(5)]
-    mongo.seed({"wide": {
-        name: [{"enterprise_id": "acme", **{f"f{j}": {"v": f"{name}-{j}"} for j in range(40)}}]
-        for name in collections
-    }})
-    variables = [db_var(f"v_{c}_{j}".lower(), name, f"f{j}.v") for c, name in enumerate(collections)
-                 for j in range(40)]
+    mongo.seed(
+        {
+            "wide": {
+                name: [
+                    {"enterprise_id": "acme", **{f"f{j}": {"v": f"{name}-{j}"} for j in range(40)}}
+                ]
+                for name in collections
+            }
+        }
+    )
+    variables = [
+        db_var(f"v_{c}_{j}".lower(), name, f"f{j}.v")
+        for c, name in enumerate(collections)
+        for j in range(40)
+    ]
     counter = CommandCounter()
     client = mongo_client(mongo.uri, event_listeners=[counter])
     try:
@@ -178,9 +235,13 @@ def test_one_round_trip_per_collection(mongo: MongoServer) -> None:
 def test_a_down_server_is_unresolved_within_the_timeout() -> None:
     timeout_ms = 500
     port = free_port()  # nothing listens there
-    config = config_with(database_name="db", database_variables=[
-        db_var(f"v{i}", f"C{i}", "x") for i in range(4)  # four groups: one wait, not four
-    ])
+    config = config_with(
+        database_name="db",
+        database_variables=[
+            db_var(f"v{i}", f"C{i}", "x")
+            for i in range(4)  # four groups: one wait, not four
+        ],
+    )
     client = mongo_client(f"mongodb://127.0.0.1:{port}", timeout_ms=timeout_ms)
     started = time.monotonic()
     try:
@@ -194,7 +255,12 @@ def test_a_down_server_is_unresolved_within_the_timeout() -> None:
         assert entry["status"] == "unresolved"
         assert entry["reason"].startswith("MongoDB unreachable: ")
         assert len(entry["reason"]) < 250
-    assert set(ctx.values) == {"enterprise_id", "workflow_name", "context_aware", "monetization_enabled"}
+    assert set(ctx.values) == {
+        "enterprise_id",
+        "workflow_name",
+        "context_aware",
+        "monetization_enabled",
+    }
 
 
 def test_mongo_client_bounds_every_wait() -> None:
@@ -216,18 +282,34 @@ def test_no_mongo_configured() -> None:
 def test_fetch_groups_by_database_collection_and_search_by(mongo: MongoServer) -> None:
     from contextadmin.schema import parse_config
 
-    config = parse_config(config_with(database_name="engine_tests", database_variables=[
-        db_var("a", "Profiles", "count"), db_var("b", "Profiles", "profile.plan.tier"),
-        db_var("c", "Profiles", "profile.seats.0.n"), db_var("d", "Profiles", "count", search_by="tenant"),
-    ])).config
+    config = parse_config(
+        config_with(
+            database_name="engine_tests",
+            database_variables=[
+                db_var("a", "Profiles", "count"),
+                db_var("b", "Profiles", "profile.plan.tier"),
+                db_var("c", "Profiles", "profile.seats.0.n"),
+                db_var("d", "Profiles", "count", search_by="tenant"),
+            ],
+        )
+    ).config
     counter = CommandCounter()
     client = mongo_client(mongo.uri, event_listeners=[counter])
     try:
-        lookups = fetch_database_variables(client, config.context_variables.database_variables,
-                                           enterprise_id="acme", default_database="engine_tests")
+        lookups = fetch_database_variables(
+            client,
+            config.context_variables.database_variables,
+            enterprise_id="acme",
+            default_database="engine_tests",
+        )
     finally:
         client.close()
-    assert {name: lookup.value for name, lookup in lookups.items()} == {"a": 3, "b": "gold", "c": 1, "d": None}
+    assert {name: lookup.value for name, lookup in lookups.items()} == {
+        "a": 3,
+        "b": "gold",
+        "c": 1,
+        "d": None,
+    }
     assert len(counter.finds) == 2  # (Profiles, enterprise_id) and (Profiles, tenant)
 
 

@@ -17,7 +17,8 @@ from runs.engine import (build_context, DerivedContextManager, RunState, replay,
                          validate_condition, evaluate_condition, mongo_client)
 config = open("contextadmin/demo/context_variables.json").read()
 ctx = build_context(config, workflow_name="Generator", enterprise_id="acme", environ={})
-state = replay(config, ctx.values, [{"type": "agent_text", "agent": "InterviewAgent", "text": "next"}])
+event = {"type": "agent_text", "agent": "InterviewAgent", "text": "next"}
+state = replay(config, ctx.values, [event])
 assert evaluate_condition("${interview_complete}", state.context)
 assert validate_condition("${interview_complete}", config) == []
 mongo_client("mongodb://127.0.0.1:1").close()
@@ -30,8 +31,13 @@ def test_engine_imports_and_runs_without_django() -> None:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env["PYTHONPATH"] = str(PROJECT)
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=PROJECT, env=env, capture_output=True, text=True,
-        timeout=60, check=False,
+        [sys.executable, "-c", SCRIPT],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

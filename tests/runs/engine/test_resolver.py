@@ -21,7 +21,10 @@ VARIABLES = {
 }
 NODES = {
     "trigger": {"subject": "Hi", "customer_email": "c@example.com"},
-    "parsing": {"extraction_result": {"date": "2025-05-01"}, "items": [{"sku": "X1"}, {"sku": "Y2"}]},
+    "parsing": {
+        "extraction_result": {"date": "2025-05-01"},
+        "items": [{"sku": "X1"}, {"sku": "Y2"}],
+    },
     "summary": "plain text output",
     "planner": {"subject": "from the planner"},
 }
@@ -35,30 +38,65 @@ NODES = {
         pytest.param("{{planner.subject}}", "from the planner", [], id="node-field"),
         pytest.param("{{parsing.extraction_result.date}}", "2025-05-01", [], id="node-deep-path"),
         pytest.param("{{parsing.items.1.sku}}", "Y2", [], id="list-index"),
-        pytest.param("{{parsing}}", '{"extraction_result":{"date":"2025-05-01"},"items":[{"sku":"X1"},{"sku":"Y2"}]}',
-                     [], id="whole-node-as-json"),
+        pytest.param(
+            "{{parsing}}",
+            '{"extraction_result":{"date":"2025-05-01"},"items":[{"sku":"X1"},{"sku":"Y2"}]}',
+            [],
+            id="whole-node-as-json",
+        ),
         pytest.param("{{summary}}", '"plain text output"', [], id="whole-string-node-is-json-too"),
-        pytest.param("{{parsing.extraction_result}}", '{"date":"2025-05-01"}', [], id="object-as-json"),
+        pytest.param(
+            "{{parsing.extraction_result}}", '{"date":"2025-05-01"}', [], id="object-as-json"
+        ),
         pytest.param("{{max_items}}", "25", [], id="integer-as-json"),
         pytest.param("{{interview_complete}}", "true", [], id="boolean-as-json"),
         pytest.param("{{nothing}}", "null", [], id="none-as-json"),
         pytest.param("{{settings.theme.color}}", "teal", [], id="global-path"),
         pytest.param("{{settings.tags.0}}", "a", [], id="global-list-index"),
         pytest.param("{{trigger}}", "the global wins", [], id="global-before-node"),
-        pytest.param("{{trigger.subject}}", "{{trigger.subject}}", ["trigger.subject"],
-                     id="global-shadows-node-path"),
+        pytest.param(
+            "{{trigger.subject}}",
+            "{{trigger.subject}}",
+            ["trigger.subject"],
+            id="global-shadows-node-path",
+        ),
         pytest.param("Hi {{nobody}}!", "Hi {{nobody}}!", ["nobody"], id="unknown-left-as-is"),
-        pytest.param("{{planner.missing}}", "{{planner.missing}}", ["planner.missing"], id="missing-field"),
-        pytest.param("{{parsing.items.9}}", "{{parsing.items.9}}", ["parsing.items.9"], id="index-out-of-range"),
-        pytest.param("{{parsing.items.x}}", "{{parsing.items.x}}", ["parsing.items.x"], id="non-index-on-list"),
-        pytest.param("{{venue_name.first}}", "{{venue_name.first}}", ["venue_name.first"], id="path-into-string"),
-        pytest.param("{{a}} {{a}} {{b}}", "{{a}} {{a}} {{b}}", ["a", "b"], id="listed-once-in-order"),
-        pytest.param("{venue_name} {{}} {{{venue_name}}}", "{venue_name} {{}} {Main Hall}", [],
-                     id="single-braces-untouched"),
+        pytest.param(
+            "{{planner.missing}}", "{{planner.missing}}", ["planner.missing"], id="missing-field"
+        ),
+        pytest.param(
+            "{{parsing.items.9}}",
+            "{{parsing.items.9}}",
+            ["parsing.items.9"],
+            id="index-out-of-range",
+        ),
+        pytest.param(
+            "{{parsing.items.x}}",
+            "{{parsing.items.x}}",
+            ["parsing.items.x"],
+            id="non-index-on-list",
+        ),
+        pytest.param(
+            "{{venue_name.first}}",
+            "{{venue_name.first}}",
+            ["venue_name.first"],
+            id="path-into-string",
+        ),
+        pytest.param(
+            "{{a}} {{a}} {{b}}", "{{a}} {{a}} {{b}}", ["a", "b"], id="listed-once-in-order"
+        ),
+        pytest.param(
+            "{venue_name} {{}} {{{venue_name}}}",
+            "{venue_name} {{}} {Main Hall}",
+            [],
+            id="single-braces-untouched",
+        ),
         pytest.param("no references", "no references", [], id="plain"),
         pytest.param(
             "Subject: {{trigger.subject}} / {{planner.subject}} / {{venue_id}}",
-            "Subject: {{trigger.subject}} / from the planner / v-1", ["trigger.subject"], id="mixed",
+            "Subject: {{trigger.subject}} / from the planner / v-1",
+            ["trigger.subject"],
+            id="mixed",
         ),
     ],
 )
@@ -68,7 +106,9 @@ def test_resolve(template: str, text: str, unresolved: list[str]) -> None:
 
 
 def test_node_reference_when_no_global_shadows_it() -> None:
-    result = resolve("{{trigger.subject}} to {{trigger.customer_email}}", variables={}, node_outputs=NODES)
+    result = resolve(
+        "{{trigger.subject}} to {{trigger.customer_email}}", variables={}, node_outputs=NODES
+    )
     assert result.text == "Hi to c@example.com"
 
 
@@ -80,8 +120,11 @@ def test_resolve_json_walks_every_string_but_not_keys() -> None:
         "missing": "{{ghost}}",
         "count": 3,
     }
-    result = resolve_json(body, variables={"venue_name": "Main Hall", "max_items": 25, "venue_id": "v"},
-                          node_outputs=NODES)
+    result = resolve_json(
+        body,
+        variables={"venue_name": "Main Hall", "max_items": 25, "venue_id": "v"},
+        node_outputs=NODES,
+    )
     assert result.value == {
         "to": "c@example.com",
         "{{venue_id}}": "key untouched",
@@ -101,15 +144,30 @@ def test_resolve_json_passes_non_strings_through(value: Any) -> None:
 @pytest.mark.parametrize(
     ("template", "text", "unresolved"),
     [
-        pytest.param("Assisting enterprise {enterprise_id}", "Assisting enterprise acme", [], id="name"),
-        pytest.param("context aware: {context_aware}", "context aware: True", [], id="str-format-rendering"),
-        pytest.param("{max_items:>4}|{enterprise_id!r}", "  25|'acme'", [], id="spec-and-conversion"),
+        pytest.param(
+            "Assisting enterprise {enterprise_id}", "Assisting enterprise acme", [], id="name"
+        ),
+        pytest.param(
+            "context aware: {context_aware}", "context aware: True", [], id="str-format-rendering"
+        ),
+        pytest.param(
+            "{max_items:>4}|{enterprise_id!r}", "  25|'acme'", [], id="spec-and-conversion"
+        ),
         pytest.param("{{literal}} {enterprise_id}", "{literal} acme", [], id="escaped-braces"),
         pytest.param("{{{enterprise_id}}}", "{acme}", [], id="escaped-around-field"),
         pytest.param("Hi {ghost}", "Hi {ghost}", ["ghost"], id="unknown-left-as-is"),
-        pytest.param("{enterprise_id.__class__}", "{enterprise_id.__class__}", ["enterprise_id.__class__"],
-                     id="no-attribute-access"),
-        pytest.param("{enterprise_id:d}", "{enterprise_id:d}", ["enterprise_id:d"], id="spec-that-does-not-fit"),
+        pytest.param(
+            "{enterprise_id.__class__}",
+            "{enterprise_id.__class__}",
+            ["enterprise_id.__class__"],
+            id="no-attribute-access",
+        ),
+        pytest.param(
+            "{enterprise_id:d}",
+            "{enterprise_id:d}",
+            ["enterprise_id:d"],
+            id="spec-that-does-not-fit",
+        ),
         pytest.param("{} and {0}", "{} and {0}", ["0"], id="positional-fields"),
         pytest.param("a } b { c", "a } b { c", [], id="lone-braces"),
     ],
@@ -130,7 +188,10 @@ def test_lint_templates() -> None:
     templates = {
         "InterviewAgent.prompt": "Tier {{product_tier}} for {{enterprise_id}} in {{workflow_name}}",
         "save_plan.url": "https://api/{{trigger.venue}}/{{ghost}}",
-        "save_plan.body": {"overview": "{{concept_overview}}", "who": ["{{nobody.name}}", "{{ghost}}"]},
+        "save_plan.body": {
+            "overview": "{{concept_overview}}",
+            "who": ["{{nobody.name}}", "{{ghost}}"],
+        },
         "flags": "{{context_aware}} {{monetization_enabled}} {{interview_complete}}",
     }
     issues = lint_templates(templates, demo_config(), nodes=["trigger"])

@@ -24,7 +24,9 @@ CONFIG = config_with(
     declarative_variables=[{"name": "product_tier", "value": "beta"}],
     derived_variables=[
         derived_var("interview_complete", says("InterviewAgent", "NEXT")),
-        derived_var("plan_saved", {"type": "tool_response", "tool": "save_plan", "status": "success"}),
+        derived_var(
+            "plan_saved", {"type": "tool_response", "tool": "save_plan", "status": "success"}
+        ),
         derived_var("chatty", {"type": "agent_turn_count", "agent": "InterviewAgent", "count": 3}),
     ],
 )
@@ -40,8 +42,13 @@ def test_initial_state() -> None:
     assert fresh().to_dict() == {
         "context": {**BASE, "interview_complete": False, "plan_saved": False, "chatty": False},
         "nodes": {},
-        "execution": {"status": "running", "current_agent": None, "visited_agents": [],
-                      "turn_counts": {}, "last_seq": 0},
+        "execution": {
+            "status": "running",
+            "current_agent": None,
+            "visited_agents": [],
+            "turn_counts": {},
+            "last_seq": 0,
+        },
         "flips": [],
     }
 
@@ -63,7 +70,9 @@ def test_base_context_may_be_a_loader_context_and_keeps_its_derived_values() -> 
         pytest.param("execution.status", "running", id="execution"),
         pytest.param("nodes.save_plan.saved", 6, id="node-field"),
         pytest.param("nodes.save_plan.items.1.sku", "Y", id="list-index"),
-        pytest.param("nodes.save_plan", {"saved": 6, "items": [{"sku": "X"}, {"sku": "Y"}]}, id="whole-node"),
+        pytest.param(
+            "nodes.save_plan", {"saved": 6, "items": [{"sku": "X"}, {"sku": "Y"}]}, id="whole-node"
+        ),
         pytest.param("nodes.save_plan.items.5", "DEFAULT", id="out-of-range"),
         pytest.param("nodes.nobody.text", "DEFAULT", id="missing"),
         pytest.param("agent.plan", "DEFAULT", id="unknown-namespace"),
@@ -85,8 +94,12 @@ def test_get_whole_namespace() -> None:
     [
         pytest.param("context.note", "hi", "context.note", "hi", id="new-context-key"),
         pytest.param("nodes.a.b.c", 1, "nodes.a", {"b": {"c": 1}}, id="creates-intermediates"),
-        pytest.param("execution.status", "completed", "execution.status", "completed", id="execution"),
-        pytest.param("execution.visited_agents.0", "Z", "execution.visited_agents", ["Z"], id="list-index"),
+        pytest.param(
+            "execution.status", "completed", "execution.status", "completed", id="execution"
+        ),
+        pytest.param(
+            "execution.visited_agents.0", "Z", "execution.visited_agents", ["Z"], id="list-index"
+        ),
     ],
 )
 def test_set(path: str, value: Any, check: str, expected: Any) -> None:
@@ -115,20 +128,31 @@ def test_agent_text_updates_execution_nodes_and_derived() -> None:
     assert [f.name for f in applied.flips] == ["interview_complete"]
     assert applied.changes == {"interview_complete": {"old": False, "new": True}}
     assert state.get("nodes.InterviewAgent") == {"text": " next "}
-    assert state.execution == {"status": "running", "current_agent": "InterviewAgent",
-                               "visited_agents": ["InterviewAgent", "user"],
-                               "turn_counts": {"InterviewAgent": 2, "user": 1}, "last_seq": 3}
+    assert state.execution == {
+        "status": "running",
+        "current_agent": "InterviewAgent",
+        "visited_agents": ["InterviewAgent", "user"],
+        "turn_counts": {"InterviewAgent": 2, "user": 1},
+        "last_seq": 3,
+    }
     applied = state.apply(text("InterviewAgent", "third"))
     assert [f.name for f in applied.flips] == ["chatty"]
-    assert [(f["name"], f["seq"]) for f in state.flips] == [("interview_complete", 3), ("chatty", 4)]
+    assert [(f["name"], f["seq"]) for f in state.flips] == [
+        ("interview_complete", 3),
+        ("chatty", 4),
+    ]
 
 
 @pytest.mark.parametrize(
     ("event", "node", "flipped"),
     [
         pytest.param(tool("save_plan", "success", {"saved": 6}), {"saved": 6}, True, id="data"),
-        pytest.param(tool("save_plan", "success"), {"status": "success"}, True, id="no-data-keeps-status"),
-        pytest.param(tool("save_plan", "error", {"saved": 0}), {"saved": 0}, False, id="wrong-status"),
+        pytest.param(
+            tool("save_plan", "success"), {"status": "success"}, True, id="no-data-keeps-status"
+        ),
+        pytest.param(
+            tool("save_plan", "error", {"saved": 0}), {"saved": 0}, False, id="wrong-status"
+        ),
         pytest.param(tool("save_plan", data=[1, 2]), [1, 2], False, id="list-data-no-status"),
         pytest.param(tool("save_plan", "success", {}), {}, True, id="empty-data-is-data"),
     ],
@@ -153,10 +177,19 @@ def test_tool_data_is_copied() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "changes"),
     [
-        pytest.param("product_tier", "gold", {"product_tier": {"old": "beta", "new": "gold"}}, id="declarative"),
+        pytest.param(
+            "product_tier",
+            "gold",
+            {"product_tier": {"old": "beta", "new": "gold"}},
+            id="declarative",
+        ),
         pytest.param("product_tier", "beta", {}, id="same-value-no-change"),
-        pytest.param("interview_complete", True, {"interview_complete": {"old": False, "new": True}},
-                     id="derived-bool"),
+        pytest.param(
+            "interview_complete",
+            True,
+            {"interview_complete": {"old": False, "new": True}},
+            id="derived-bool",
+        ),
     ],
 )
 def test_context_set(name: str, value: Any, changes: dict[str, Any]) -> None:
@@ -170,13 +203,26 @@ def test_context_set(name: str, value: Any, changes: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("event", "problem"),
     [
-        pytest.param({"type": "context_set", "name": "ghost", "value": 1},
-                     "name: unknown variable ghost (declare it in the workflow first)", id="undeclared"),
-        pytest.param({"type": "context_set", "name": "enterprise_id", "value": "x"},
-                     "name: unknown variable enterprise_id (declare it in the workflow first)", id="base-name"),
-        pytest.param({"type": "context_set", "name": "interview_complete", "value": "yes"},
-                     "value: derived variable interview_complete takes true or false", id="derived-not-bool"),
-        pytest.param({"type": "agent_text", "agent": "A"}, "text: required for agent_text", id="invalid-event"),
+        pytest.param(
+            {"type": "context_set", "name": "ghost", "value": 1},
+            "name: unknown variable ghost (declare it in the workflow first)",
+            id="undeclared",
+        ),
+        pytest.param(
+            {"type": "context_set", "name": "enterprise_id", "value": "x"},
+            "name: unknown variable enterprise_id (declare it in the workflow first)",
+            id="base-name",
+        ),
+        pytest.param(
+            {"type": "context_set", "name": "interview_complete", "value": "yes"},
+            "value: derived variable interview_complete takes true or false",
+            id="derived-not-bool",
+        ),
+        pytest.param(
+            {"type": "agent_text", "agent": "A"},
+            "text: required for agent_text",
+            id="invalid-event",
+        ),
     ],
 )
 def test_apply_refuses_events_the_run_cannot_take(event: dict[str, Any], problem: str) -> None:
@@ -228,41 +274,88 @@ def test_seq(seqs: list[int | None], error: tuple[int, int] | None) -> None:
         pytest.param(text({"name": "A"}, "hi", seq=4), [], id="agent-as-mapping"),
         pytest.param({"type": "agent_text", "sender": "A", "text": ""}, [], id="sender-alias"),
         pytest.param(tool("t", "success", {"a": [1, 2.5, None]}), [], id="tool"),
-        pytest.param({"type": "context_set", "name": "x", "value": None}, [], id="context-set-null"),
+        pytest.param(
+            {"type": "context_set", "name": "x", "value": None}, [], id="context-set-null"
+        ),
         pytest.param({"type": "run_status", "status": "failed"}, [], id="run-status"),
         pytest.param([], ["event: must be an object"], id="not-an-object"),
-        pytest.param({}, ["type: required (one of agent_text, tool_response, context_set, run_status)"],
-                     id="no-type"),
-        pytest.param({"type": "chat"}, ["type: must be one of agent_text, tool_response, context_set, run_status"],
-                     id="bad-type"),
-        pytest.param({"type": "agent_text", "text": "hi"}, ["agent: required for agent_text"], id="no-agent"),
-        pytest.param({"type": "agent_text", "agent": "A"}, ["text: required for agent_text"], id="no-text"),
-        pytest.param({"type": "agent_text", "agent": "A", "text": 5}, ["text: must be a string"], id="text-type"),
-        pytest.param(text("A", "x" * 100_001), ["text: at most 100000 characters"], id="text-too-long"),
-        pytest.param(text(5, "hi"), ["agent: must be a name (a string, or an object with a name)"],
-                     id="agent-not-a-name"),
+        pytest.param(
+            {},
+            ["type: required (one of agent_text, tool_response, context_set, run_status)"],
+            id="no-type",
+        ),
+        pytest.param(
+            {"type": "chat"},
+            ["type: must be one of agent_text, tool_response, context_set, run_status"],
+            id="bad-type",
+        ),
+        pytest.param(
+            {"type": "agent_text", "text": "hi"}, ["agent: required for agent_text"], id="no-agent"
+        ),
+        pytest.param(
+            {"type": "agent_text", "agent": "A"}, ["text: required for agent_text"], id="no-text"
+        ),
+        pytest.param(
+            {"type": "agent_text", "agent": "A", "text": 5},
+            ["text: must be a string"],
+            id="text-type",
+        ),
+        pytest.param(
+            text("A", "x" * 100_001), ["text: at most 100000 characters"], id="text-too-long"
+        ),
+        pytest.param(
+            text(5, "hi"),
+            ["agent: must be a name (a string, or an object with a name)"],
+            id="agent-not-a-name",
+        ),
         pytest.param(text("", "hi"), ["agent: must be a non-empty string"], id="agent-empty"),
         pytest.param(text("A" * 201, "hi"), ["agent: at most 200 characters"], id="agent-too-long"),
         pytest.param(text("A", "hi", seq=0), ["seq: must be a positive integer"], id="seq-zero"),
-        pytest.param(text("A", "hi", seq="1"), ["seq: must be a positive integer"], id="seq-string"),
+        pytest.param(
+            text("A", "hi", seq="1"), ["seq: must be a positive integer"], id="seq-string"
+        ),
         pytest.param(text("A", "hi", seq=True), ["seq: must be a positive integer"], id="seq-bool"),
-        pytest.param(text("A", "hi", when="now"), [
-            "when: unknown field (allowed: type, seq, agent, sender, text, tool, status, data, name, value)"
-        ], id="unknown-field"),
+        pytest.param(
+            text("A", "hi", when="now"),
+            [
+                "when: unknown field (allowed: "
+                "type, seq, agent, sender, text, tool, status, data, name, value)"
+            ],
+            id="unknown-field",
+        ),
         pytest.param({"type": "tool_response"}, ["tool: required for tool_response"], id="no-tool"),
-        pytest.param({"type": "tool_response", "tool": "t", "status": 200}, ["status: must be a non-empty string"],
-                     id="status-type"),
-        pytest.param({"type": "tool_response", "tool": "t", "data": {"x": float("nan")}},
-                     ["data: must be a finite number"], id="data-nan"),
-        pytest.param({"type": "tool_response", "tool": "t", "data": {1: "x"}}, ["data: object keys must be strings"],
-                     id="data-int-key"),
-        pytest.param({"type": "tool_response", "tool": "t", "data": {"x": {1, 2}}}, ["data: must be JSON (got set)"],
-                     id="data-not-json"),
-        pytest.param({"type": "context_set", "value": 1}, ["name: required for context_set"], id="no-name"),
-        pytest.param({"type": "context_set", "name": "x"}, ["value: required for context_set"], id="no-value"),
+        pytest.param(
+            {"type": "tool_response", "tool": "t", "status": 200},
+            ["status: must be a non-empty string"],
+            id="status-type",
+        ),
+        pytest.param(
+            {"type": "tool_response", "tool": "t", "data": {"x": float("nan")}},
+            ["data: must be a finite number"],
+            id="data-nan",
+        ),
+        pytest.param(
+            {"type": "tool_response", "tool": "t", "data": {1: "x"}},
+            ["data: object keys must be strings"],
+            id="data-int-key",
+        ),
+        pytest.param(
+            {"type": "tool_response", "tool": "t", "data": {"x": {1, 2}}},
+            ["data: must be JSON (got set)"],
+            id="data-not-json",
+        ),
+        pytest.param(
+            {"type": "context_set", "value": 1}, ["name: required for context_set"], id="no-name"
+        ),
+        pytest.param(
+            {"type": "context_set", "name": "x"}, ["value: required for context_set"], id="no-value"
+        ),
         pytest.param({"type": "run_status"}, ["status: required for run_status"], id="no-status"),
-        pytest.param({"type": "run_status", "status": "exploded"},
-                     ["status: must be one of running, paused, completed, failed, cancelled"], id="bad-status"),
+        pytest.param(
+            {"type": "run_status", "status": "exploded"},
+            ["status: must be one of running, paused, completed, failed, cancelled"],
+            id="bad-status",
+        ),
     ],
 )
 def test_validate_event(event: Any, problems: list[str]) -> None:
@@ -312,20 +405,38 @@ def test_to_dict_is_a_copy() -> None:
 
 AGENTS = ["InterviewAgent", "user", "HandoffsAgent"]
 event_strategy = st.one_of(
-    st.builds(text, st.sampled_from(AGENTS), st.sampled_from(["NEXT", " next ", "hello", "", "Next!"])),
-    st.builds(tool, st.sampled_from(["save_plan", "other"]), st.sampled_from(["success", "error"]),
-              st.one_of(st.none(), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(), max_size=2))),
-    st.builds(lambda name, value: {"type": "context_set", "name": name, "value": value},
-              st.sampled_from(["interview_complete", "plan_saved"]), st.booleans()),
-    st.builds(lambda value: {"type": "context_set", "name": "product_tier", "value": value}, st.text(max_size=5)),
-    st.builds(lambda status: {"type": "run_status", "status": status},
-              st.sampled_from(["running", "paused", "completed"])),
+    st.builds(
+        text, st.sampled_from(AGENTS), st.sampled_from(["NEXT", " next ", "hello", "", "Next!"])
+    ),
+    st.builds(
+        tool,
+        st.sampled_from(["save_plan", "other"]),
+        st.sampled_from(["success", "error"]),
+        st.one_of(
+            st.none(), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(), max_size=2)
+        ),
+    ),
+    st.builds(
+        lambda name, value: {"type": "context_set", "name": name, "value": value},
+        st.sampled_from(["interview_complete", "plan_saved"]),
+        st.booleans(),
+    ),
+    st.builds(
+        lambda value: {"type": "context_set", "name": "product_tier", "value": value},
+        st.text(max_size=5),
+    ),
+    st.builds(
+        lambda status: {"type": "run_status", "status": status},
+        st.sampled_from(["running", "paused", "completed"]),
+    ),
 )
 
 
 @settings(max_examples=80, deadline=None)
 @given(events=st.lists(event_strategy, max_size=25), numbered=st.booleans())
-def test_replaying_any_prefix_equals_the_live_state_then(events: list[dict[str, Any]], numbered: bool) -> None:
+def test_replaying_any_prefix_equals_the_live_state_then(
+    events: list[dict[str, Any]], numbered: bool
+) -> None:
     if numbered:
         events = [{**event, "seq": index} for index, event in enumerate(events, 1)]
     live = fresh()
@@ -342,7 +453,9 @@ def test_replaying_any_prefix_equals_the_live_state_then(events: list[dict[str, 
 
 @settings(max_examples=50, deadline=None)
 @given(events=st.lists(event_strategy, max_size=20), data=st.data())
-def test_a_snapshot_continues_exactly_like_the_live_state(events: list[dict[str, Any]], data: Any) -> None:
+def test_a_snapshot_continues_exactly_like_the_live_state(
+    events: list[dict[str, Any]], data: Any
+) -> None:
     cut = data.draw(st.integers(0, len(events)), label="cut")
     live = fresh()
     for event in events[:cut]:
