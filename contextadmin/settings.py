@@ -4,6 +4,7 @@ Embedded defaults run everything on one machine: SQLite (WAL), the in-memory cha
 and DEBUG on. Production sets DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DATABASE_URL and REDIS_URL.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -29,7 +30,11 @@ env = environ.Env(
 DEBUG = env("DJANGO_DEBUG")
 SECRET_KEY = env(
     "DJANGO_SECRET_KEY",
-    default="django-insecure-local-development-only-key-change-me-0123456789" if DEBUG else environ.Env.NOTSET,
+    default=(
+        "django-insecure-local-development-only-key-change-me-0123456789"
+        if DEBUG
+        else environ.Env.NOTSET
+    ),
 )
 ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("DJANGO_CSRF_TRUSTED_ORIGINS")
@@ -89,9 +94,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
-    # A file, not memory, so live-server tests (Daphne in a child process) share it.
+    # A file, not memory, so live-server tests (Daphne in a child process) share it; one per
+    # test process, so concurrent test runs never share a database.
     DATABASES["default"]["TEST"] = {
-        "NAME": env("DJANGO_TEST_DATABASE", default=str(BASE_DIR / "var" / "test-db.sqlite3"))
+        "NAME": env(
+            "DJANGO_TEST_DATABASE", default=str(BASE_DIR / "var" / f"test-db-{os.getpid()}.sqlite3")
+        )
     }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
@@ -135,6 +143,8 @@ LOGIN_URL = "admin:login"
 # Size limits (documented in docs/reliability.md).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env("API_MAX_BODY_BYTES")
 FILE_UPLOAD_MAX_MEMORY_SIZE = env("API_MAX_BODY_BYTES")
+# A workflow page posts ~10 fields per variable; the byte limit above still bounds the request.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 100_000
 API_MAX_EVENTS_PER_BATCH = env("API_MAX_EVENTS_PER_BATCH")
 
 # The context engine's inputs (seed 000 "Runtime Loading").

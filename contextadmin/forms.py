@@ -1,0 +1,397 @@
+"""Admin forms: one inline form per category, and the check of a whole submitted workflow.
+
+No rule lives here. ``WorkflowCheck`` builds the workflow's ``context_variables.json`` from the
+submitted inlines (through ``specs``, as the exporter does), validates it with
+``schema.parse_config`` and puts each ``ConfigIssue`` next to the form field its JSON path
+names: ``context_variables.database_variables[1].source.collection`` is the ``collection`` of
+the second database variable in admin order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import nested_admin
+from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from contextadmin import schema, specs
+from contextadmin.models import (
+    Category,
+    DatabaseVariable,
+    DeclarativeVariable,
+    DerivedVariable,
+    EnvironmentVariable,
+    Handoff,
+    Trigger,
+    Workflow,
+    workflow_name_validator,
+)
+
+VARIABLE_KEYS = tuple(schema.CATEGORY_KEYS[c] for c in schema.CATEGORIES)
+
+
+class PrimitiveField(forms.CharField):
+    """A string, number or boolean typed as text; the form decodes it by the declared type."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("strip", False)
+        kwargs.setdefault("widget", forms.TextInput(attrs={"size": 20}))
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int | float):
+            return json.dumps(value)
+        return value
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return self.prepare_value(initial) != (data or "")
+
+
+def primitive_from_text(text: str, type_: str | None, *, blank_is_none: bool) -> Any:
+    """Decode typed-in text as a value of the declared type, or leave it text for the schema."""
+    if type_ == "string" and not (blank_is_none and text == ""):
+        return text
+    stripped = text.strip()
+    if not stripped:
+        return None
+    if type_ == "boolean" and stripped.lower() in ("true", "false"):
+        return stripped.lower() == "true"
+    if type_ == "integer" and re.fullmatch(r"[+-]?\d+", stripped):
+        return int(stripped)
+    if type_ == "number":
+        try:
+            number = json.loads(stripped)
+        except ValueError:
+            return stripped
+        if isinstance(number, int | float) and not isinstance(number, bool):
+            return number
+    return stripped
+
+
+_POSITION = forms.HiddenInput()
+_DESCRIPTION = forms.Textarea(attrs={"rows": 1, "cols": 36})
+
+
+class VariableForm(forms.ModelForm):
+    category: ClassVar[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.instance.category = self.category
+
+
+class DeclarativeForm(VariableForm):
+    category = Category.DECLARATIVE
+    value = PrimitiveField(help_text="Text for a string; 25, 2.5 or true for the other types.")
+
+    class Meta:
+        model = DeclarativeVariable
+        fields = ("name", "type", "value", "description", "position")
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "value" in data:
+            data["value"] = primitive_from_text(
+                data["value"], data.get("type"), blank_is_none=False
+            )
+        return data
+
+
+class DatabaseForm(VariableForm):
+    category = Category.DATABASE
+
+    class Meta:
+        model = DatabaseVariable
+        fields = (
+            "name",
+            "type",
+            "database_name",
+            "collection",
+            "search_by",
+            "field",
+            "description",
+            "position",
+        )
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+        help_texts = {"database_name": "Empty: the workflow's database name."}
+
+
+class EnvironmentForm(VariableForm):
+    category = Category.ENVIRONMENT
+    default = PrimitiveField(help_text="Used when the env var is unset; empty: none.")
+
+    class Meta:
+        model = EnvironmentVariable
+        fields = ("name", "type", "env_var", "default", "description", "position")
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "default" in data:
+            data["default"] = primitive_from_text(
+                data["default"], data.get("type"), blank_is_none=True
+            )
+        return data
+
+
+class DerivedForm(VariableForm):
+    category = Category.DERIVED
+    default = forms.BooleanField(required=False, help_text="The flag's value before any trigger.")
+
+    class Meta:
+        model = DerivedVariable
+        fields = ("name", "description", "default", "position")
+        widgets = {"position": _POSITION, "description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.instance.type = "boolean"
+
+
+class TriggerForm(forms.ModelForm):
+    class Meta:
+        model = Trigger
+        fields = (
+            "type",
+            "agent",
+            "equals",
+            "case_sensitive",
+            "trim",
+            "count",
+            "tool",
+            "status",
+            "position",
+        )
+        widgets = {"position": _POSITION}
+        labels = {"equals": "text equals", "count": "turn count"}
+
+
+class HandoffForm(forms.ModelForm):
+    class Meta:
+        model = Handoff
+        fields = ("source_agent", "target_agent", "condition", "description", "position")
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+
+
+class DefinitionsFormSet(nested_admin.NestedInlineFormSet):
+    """An inline formset of one list of the document (a category, or the hand-offs)."""
+
+    key: ClassVar[str]
+    workflow_check: WorkflowCheck | None = None
+
+    @classmethod
+    def get_default_prefix(cls) -> str:
+        return cls.key
+
+    def validate_unique(self) -> None:
+        """Leave name uniqueness to the schema, which sees all four categories at once."""
+
+    def clean(self) -> None:
+        super().clean()
+        if self.workflow_check is not None:
+            self.workflow_check.run()
+            errors = self.workflow_check.formset_errors.get(self.key)
+            if errors:
+                raise ValidationError(errors)
+
+
+class DeclarativeFormSet(DefinitionsFormSet):
+    key = "declarative_variables"
+
+
+class DatabaseFormSet(DefinitionsFormSet):
+    key = "database_variables"
+
+
+class EnvironmentFormSet(DefinitionsFormSet):
+    key = "environment_variables"
+
+
+class DerivedFormSet(DefinitionsFormSet):
+    key = "derived_variables"
+
+
+class HandoffFormSet(DefinitionsFormSet):
+    key = "handoffs"
+
+
+class TriggerFormSet(nested_admin.NestedInlineFormSet):
+    """The triggers of one derived variable: deleted along with their variable."""
+
+    def _should_delete_form(self, form: forms.BaseForm) -> bool:
+        # Without this, a client that ticks only the variable's delete box would have
+        # nested_admin re-create the triggers under a deleted variable.
+        parent = getattr(self, "parent_form", None)
+        parent_formset = getattr(parent, "parent_formset", None)
+        if parent_formset is not None and parent_formset._should_delete_form(parent):
+            return True
+        return bool(super()._should_delete_form(form))
+
+
+class WorkflowCheck:
+    """Validate the submitted inlines of one workflow together, once, through schema.py."""
+
+    def __init__(self, *, workflow: Workflow, formsets: Sequence[DefinitionsFormSet]) -> None:
+        self.workflow = workflow
+        self.formsets = {formset.key: formset for formset in formsets}
+        self.formset_errors: dict[str, list[str]] = defaultdict(list)
+        self.issues: list[schema.ConfigIssue] = []
+        self._done = False
+        for formset in formsets:
+            formset.workflow_check = self
+
+    def run(self) -> None:
+        """Check the document once all forms are individually valid; place each issue."""
+        if self._done:
+            return
+        self._done = True
+        rows = {key: _live_forms(formset) for key, formset in self.formsets.items()}
+        triggers: dict[forms.BaseForm, list[forms.BaseForm]] = {}
+        for form in rows.get("derived_variables", []):
+            triggers[form] = [
+                t for nested in getattr(form, "nested_formsets", []) for t in _live_forms(nested)
+            ]
+        every_form = [f for forms_ in rows.values() for f in forms_] + [
+            t for nested in triggers.values() for t in nested
+        ]
+        if any(form.errors for form in every_form):
+            return  # field errors first; the document is checked on the next save
+        document = specs.document_data(
+            database_name=self.workflow.database_name,
+            variables=[
+                (form.instance, [t.instance for t in triggers.get(form, [])])
+                for key in VARIABLE_KEYS
+                for form in rows.get(key, [])
+            ],
+            handoffs=[form.instance for form in rows.get("handoffs", [])],
+        )
+        try:
+            schema.parse_config(document)
+        except schema.ConfigError as exc:
+            self.issues = exc.issues
+            for issue in exc.issues:
+                self._place(issue, rows, triggers)
+
+    def _place(
+        self,
+        issue: schema.ConfigIssue,
+        rows: dict[str, list[forms.BaseForm]],
+        triggers: dict[forms.BaseForm, list[forms.BaseForm]],
+    ) -> None:
+        loc, message = issue.loc, humanize(issue.message)
+        if len(loc) >= 3 and loc[0] == "context_variables" and loc[1] in VARIABLE_KEYS:
+            form = _at(rows.get(str(loc[1]), []), loc[2])
+            rest = loc[3:]
+            if form is not None and rest[:1] == ("triggers",) and len(rest) >= 2:
+                trigger_form = _at(triggers.get(form, []), rest[1])
+                if trigger_form is not None:
+                    _add_error(trigger_form, *_trigger_field(trigger_form, rest[2:], message))
+                    return
+            if form is not None:
+                if rest[:1] == ("source",):
+                    rest = rest[1:]
+                _add_error(form, str(rest[0]) if rest else None, message)
+                return
+        if len(loc) >= 2 and loc[0] == "handoffs":
+            form = _at(rows.get("handoffs", []), loc[1])
+            if form is not None:
+                _add_error(form, str(loc[2]) if len(loc) > 2 else None, message)
+                return
+        if loc == ("context_variables", "database_name"):
+            self.formset_errors["database_variables"].append(f"Workflow database name: {message}")
+            return
+        key = (
+            str(loc[1]) if len(loc) > 1 and loc[1] in self.formsets else str(loc[0] if loc else "")
+        )
+        if key not in self.formsets:
+            key = next(iter(self.formsets))
+        self.formset_errors[key].append(str(issue))
+
+
+def _live_forms(formset: forms.BaseFormSet) -> list[forms.BaseForm]:
+    """Return the forms that will be saved, in the order they will be saved in (position)."""
+    live = []
+    for index, form in enumerate(formset.forms):
+        form.errors  # noqa: B018  (clean the form: cleaned_data says whether it is deleted)
+        if formset.can_delete and formset._should_delete_form(form):
+            continue
+        if index >= formset.initial_form_count() and not form.has_changed():
+            continue
+        live.append(form)
+    sort_field = getattr(formset, "sortable_field_name", None) or "position"
+    return sorted(live, key=lambda form: getattr(form, "cleaned_data", {}).get(sort_field) or 0)
+
+
+def _at(items: list[forms.BaseForm], index: Any) -> forms.BaseForm | None:
+    return items[index] if isinstance(index, int) and 0 <= index < len(items) else None
+
+
+def _trigger_field(
+    form: forms.BaseForm, rest: tuple[Any, ...], message: str
+) -> tuple[str | None, str]:
+    field = str(rest[0]) if rest else None
+    if field == "match":
+        field = str(rest[1]) if len(rest) > 1 else "equals"
+    if message == "unknown field":
+        kind = form.cleaned_data.get("type", "this")
+        message = f"not used by {kind} triggers: leave it empty"
+    return field, message
+
+
+def _add_error(form: forms.BaseForm, field: str | None, message: str) -> None:
+    if field is not None and field in form.fields:
+        form.add_error(field, message)
+    else:
+        form.add_error(None, f"{field}: {message}" if field else message)
+
+
+_DECLARED_AT = re.compile(r"context_variables\.(\w+)_variables\[(\d+)\]")
+
+
+def humanize(message: str) -> str:
+    """Say 'declarative variable #1' where the schema says a JSON path, for the admin page."""
+    message = _DECLARED_AT.sub(lambda m: f"{m.group(1)} variable #{int(m.group(2)) + 1}", message)
+    return message.replace("context_variables.database_name", "in the workflow's Database name")
+
+
+def names_to_release(formsets: Sequence[forms.BaseFormSet]) -> list[int]:
+    """Return the ids of saved variables that this submission renames or deletes."""
+    ids = []
+    for formset in formsets:
+        if not isinstance(formset, DefinitionsFormSet) or formset.key not in VARIABLE_KEYS:
+            continue
+        for form in formset.initial_forms:
+            if form.instance.pk and (
+                formset._should_delete_form(form) or "name" in form.changed_data
+            ):
+                ids.append(form.instance.pk)
+    return ids
+
+
+class ImportUploadForm(forms.Form):
+    name = forms.CharField(
+        label="Workflow",
+        max_length=100,
+        validators=[workflow_name_validator],
+        help_text="A new name creates the workflow; an existing one has its definitions replaced.",
+    )
+    file = forms.FileField(label="context_variables.json")
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        limit = settings.FILE_UPLOAD_MAX_MEMORY_SIZE
+        if upload.size > limit:
+            raise ValidationError(f"The file is {upload.size} bytes; the limit is {limit} bytes.")
+        return upload

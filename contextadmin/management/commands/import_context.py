@@ -1,0 +1,61 @@
+"""Import a context_variables.json into a workflow: validated, diffed, applied atomically."""
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from contextadmin.schema import ConfigError
+from contextadmin.services import ImportRefused, workflow_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a context_variables.json as the definitions of a workflow (created if new). "
+        "A rejected file changes nothing; errors name JSON paths."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="path to context_variables.json, or - for stdin")
+        parser.add_argument("--workflow", required=True, help="workflow name")
+        parser.add_argument(
+            "--replace", action="store_true", help="replace the definitions of an existing workflow"
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="validate and diff; change nothing"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        data = self._read(options["file"])
+        try:
+            result = workflow_import(
+                name=options["workflow"],
+                data=data,
+                replace=options["replace"],
+                dry_run=options["dry_run"],
+            )
+        except ConfigError as exc:
+            for issue in exc.issues:
+                self.stderr.write(f"error: {issue}")
+            count = len(exc.issues)
+            problems = f"{count} problem{'s' if count != 1 else ''}"
+            raise CommandError(f"rejected {options['file']}: {problems}; nothing changed") from None
+        except ImportRefused as exc:
+            raise CommandError(str(exc)) from None
+        for warning in result.warnings:
+            self.stderr.write(f"warning: {warning}")
+        for line in result.diff.lines():
+            self.stdout.write(line)
+        verb = "would create" if result.created else "would replace"
+        if not options["dry_run"]:
+            verb = "created" if result.created else "replaced"
+        self.stdout.write(f"{verb} workflow {options['workflow']}: {result.diff.summary()}")
+
+    def _read(self, name: str) -> bytes:
+        if name == "-":
+            return sys.stdin.buffer.read()
+        try:
+            return Path(name).read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read {name}: {exc.strerror}") from None

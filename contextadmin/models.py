@@ -1,0 +1,195 @@
+"""Workflows and their definitions: variables (four categories), derived triggers, hand-offs.
+
+The rows mirror ``context_variables.json`` (contextadmin/schema.py); ``specs.py`` translates
+between the two. Which values are valid is decided by the schema alone, so the model fields
+only carry sizes and vocabularies.
+"""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from django.db import models
+
+from contextadmin import schema
+from runs.engine.conditions import MAX_CONDITION_LENGTH
+
+WORKFLOW_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,99}$"
+workflow_name_validator = RegexValidator(
+    WORKFLOW_NAME_PATTERN,
+    "Start with a letter; then up to 99 letters, digits, _ or - (this name is used in URLs).",
+)
+
+
+class Workflow(models.Model):
+    name = models.CharField(max_length=100, unique=True, validators=[workflow_name_validator])
+    description = models.TextField(blank=True)
+    database_name = models.CharField(
+        max_length=schema.IDENTIFIER_MAX_CHARS,
+        blank=True,
+        help_text="Default MongoDB database of the database variables (each may override it).",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Category(models.TextChoices):
+    DECLARATIVE = "declarative", "declarative"
+    DATABASE = "database", "database"
+    ENVIRONMENT = "environment", "environment"
+    DERIVED = "derived", "derived"
+
+
+class VariableType(models.TextChoices):
+    STRING = "string", "string"
+    INTEGER = "integer", "integer"
+    NUMBER = "number", "number"
+    BOOLEAN = "boolean", "boolean"
+
+
+class Variable(models.Model):
+    """One context variable; which fields matter depends on ``category``."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="variables")
+    category = models.CharField(max_length=16, choices=Category.choices)
+    name = models.CharField(max_length=schema.NAME_MAX_CHARS)
+    type = models.CharField(
+        max_length=16, choices=VariableType.choices, default=VariableType.STRING
+    )
+    description = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0, help_text="Order within the category.")
+    # declarative
+    value = models.JSONField(null=True, blank=True)
+    # database source
+    database_name = models.CharField(
+        max_length=schema.IDENTIFIER_MAX_CHARS,
+        blank=True,
+        help_text="Overrides the workflow's database name.",
+    )
+    collection = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    search_by = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    field = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    # environment source
+    env_var = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    # environment: the value used when the env var is unset (null: none);
+    # derived: the flag's starting value (a boolean)
+    default = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["workflow", "category", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workflow", "name"], name="contextadmin_variable_unique_name"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(category__in=Category.values),
+                name="contextadmin_variable_category",
+            ),
+        ]
+        indexes = [models.Index(fields=["workflow", "category", "position"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class _CategoryManager(models.Manager["Variable"]):
+    def __init__(self, category: str) -> None:
+        super().__init__()
+        self.category = category
+
+    def get_queryset(self) -> models.QuerySet[Variable]:
+        return super().get_queryset().filter(category=self.category)
+
+
+class DeclarativeVariable(Variable):
+    objects = _CategoryManager(Category.DECLARATIVE)
+
+    class Meta:
+        proxy = True
+        verbose_name = "declarative variable"
+
+
+class DatabaseVariable(Variable):
+    objects = _CategoryManager(Category.DATABASE)
+
+    class Meta:
+        proxy = True
+        verbose_name = "database variable"
+
+
+class EnvironmentVariable(Variable):
+    objects = _CategoryManager(Category.ENVIRONMENT)
+
+    class Meta:
+        proxy = True
+        verbose_name = "environment variable"
+
+
+class DerivedVariable(Variable):
+    objects = _CategoryManager(Category.DERIVED)
+
+    class Meta:
+        proxy = True
+        verbose_name = "derived variable"
+
+
+PROXIES: dict[str, type[Variable]] = {
+    Category.DECLARATIVE: DeclarativeVariable,
+    Category.DATABASE: DatabaseVariable,
+    Category.ENVIRONMENT: EnvironmentVariable,
+    Category.DERIVED: DerivedVariable,
+}
+
+
+class TriggerType(models.TextChoices):
+    AGENT_TEXT = "agent_text", "agent_text: the agent says a text"
+    AGENT_TURN_COUNT = "agent_turn_count", "agent_turn_count: the agent's Nth message"
+    TOOL_RESPONSE = "tool_response", "tool_response: a tool responds"
+
+
+class Trigger(models.Model):
+    """One way a derived variable flips to true; which fields matter depends on ``type``."""
+
+    variable = models.ForeignKey(Variable, on_delete=models.CASCADE, related_name="triggers")
+    position = models.PositiveIntegerField(default=0)
+    type = models.CharField(
+        max_length=32, choices=TriggerType.choices, default=TriggerType.AGENT_TEXT
+    )
+    agent = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    tool = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    equals = models.CharField(max_length=schema.MATCH_TEXT_MAX_CHARS, blank=True)
+    case_sensitive = models.BooleanField(default=False)
+    trim = models.BooleanField(default=True)
+    count = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+
+    class Meta:
+        ordering = ["variable", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.position + 1}"
+
+
+class Handoff(models.Model):
+    """A conditional hand-off from one agent to another."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="handoffs")
+    position = models.PositiveIntegerField(default=0)
+    source_agent = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS)
+    target_agent = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS)
+    condition = models.CharField(
+        max_length=MAX_CONDITION_LENGTH, help_text="${flag} or ${flag_a} and ${flag_b}"
+    )
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["workflow", "position", "id"]
+        verbose_name = "hand-off"
+
+    def __str__(self) -> str:
+        return f"{self.source_agent} → {self.target_agent}"
