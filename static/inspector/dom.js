@@ -1,0 +1,90 @@
+// DOM helpers: every node is built with createElement/textContent, never innerHTML with data.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function append(node, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function setAttrs(node, attrs) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.setAttribute("class", Array.isArray(value) ? value.filter(Boolean).join(" ") : value);
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+    else if (key === "text") node.textContent = String(value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  return node;
+}
+
+/** Build an HTML element: el("a", {href, class}, "text", childNode, [more]). */
+export function el(tag, attrs, ...children) {
+  return append(setAttrs(document.createElement(tag), attrs), children);
+}
+
+/** Build an SVG element (same arguments as el). */
+export function svg(tag, attrs, ...children) {
+  return append(setAttrs(document.createElementNS(SVG_NS, tag), attrs), children);
+}
+
+/** Replace a node's children. */
+export function replace(node, ...children) {
+  node.replaceChildren();
+  return append(node, children);
+}
+
+/** Read the JSON a template rendered with json_script. */
+export function jsonScript(id) {
+  const node = document.getElementById(id);
+  return node ? JSON.parse(node.textContent) : null;
+}
+
+/** Show a context value: strings as they are, everything else as compact JSON. */
+export function show(value) {
+  if (value === undefined) return "—";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** Python's truthiness, which is what hand-off conditions use. */
+export function truthy(value) {
+  if (value === null || value === undefined || value === false || value === 0 || value === "") return false;
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === "object") return Object.keys(value).length > 0;
+  return true;
+}
+
+/** Format an ISO timestamp in the reader's locale, e.g. "21 Nov, 11:04:05". */
+export function when(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  return date.toLocaleString(undefined, {
+    day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit", second: "2-digit",
+  });
+}
+
+/** Fetch JSON; reject with the server's {"error"} message on a 4xx/5xx. */
+export async function getJSON(url, params = {}) {
+  const target = new URL(url, window.location.href);
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== null && value !== undefined) target.searchParams.set(key, value);
+  }
+  const response = await fetch(target, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+  let data = null;
+  try { data = await response.json(); } catch { /* not JSON: a proxy page or a crash */ }
+  if (!response.ok) throw new Error((data && data.error) || `${response.status} ${response.statusText}`);
+  return data;
+}
+
+/** Call fn at most once per `ms`, with the latest arguments. */
+export function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}

@@ -1,0 +1,243 @@
+// The run page: wires the live socket to the context, timeline, hand-offs, stream and tools.
+
+import { renderContext } from "./context.js";
+import { debounce, el, getJSON, jsonScript, replace } from "./dom.js";
+import { renderHandoffs } from "./handoffs.js";
+import { LiveSocket, showStatus } from "./socket.js";
+import { EventStream } from "./stream.js";
+import { renderTimeline } from "./timeline.js";
+import { renderDiff } from "./travel.js";
+
+const root = document.getElementById("inspector");
+const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
+const page = jsonScript("page-data");
+const $ = (id) => document.getElementById(id);
+
+const model = {
+  ready: false,
+  lastSeq: page.stream_after,
+  status: page.run.status,
+  context: {},
+  provenance: {},
+  flips: [], // every flip so far, with its seq and cause
+  sets: [], // context_set changes seen in the stream: { name, seq, value }
+  changed: new Set(),
+};
+// live: follow the stream; otherwise show `state` as of `seq` (from the state API)
+let view = { live: true, seq: null, state: null };
+
+const stream = new EventStream({
+  list: $("stream"), empty: $("stream-empty"),
+  agentSelect: $("filter-agent"), typeSelect: $("filter-type"), pauseButton: $("pause"),
+});
+
+const derivedFlags = Object.entries(page.variables)
+  .filter(([, meta]) => meta.category === "derived")
+  .map(([name, meta]) => ({ name, initial: meta.default ?? false }));
+
+function jump(seq) {
+  if (!stream.jumpTo(seq)) $("stream").scrollIntoView({ block: "start" });
+}
+
+function describeFlip(flip) {
+  const cause = flip.cause || {};
+  const by = cause.agent || cause.tool;
+  return `flipped at #${flip.seq}${by ? ` by ${by}` : ""}`;
+}
+
+function shown() {
+  if (view.live) {
+    return { seq: model.lastSeq, context: model.context, provenance: model.provenance, flips: model.flips,
+      sets: model.sets };
+  }
+  return { seq: view.seq, ...view.state, sets: model.sets.filter((set) => set.seq <= view.seq) };
+}
+
+// -- rendering (batched: at most once per frame) -------------------------------------------------
+let frame = null;
+function schedule() {
+  if (frame === null) frame = requestAnimationFrame(render);
+}
+
+function render() {
+  frame = null;
+  if (!model.ready) return;
+  const current = shown();
+  $("run-seq").textContent = String(model.lastSeq);
+  $("run-status").textContent = model.status;
+  $("run-status").dataset.status = model.status;
+
+  const slider = $("travel-seq");
+  slider.max = String(model.lastSeq);
+  if (view.live) {
+    slider.value = String(model.lastSeq);
+    $("travel-out").textContent = `#${model.lastSeq}`;
+  }
+  $("compare-b").max = $("compare-a").max = String(model.lastSeq);
+  $("context-at").textContent = view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`;
+
+  renderContext($("context"), {
+    context: current.context, provenance: current.provenance, flips: current.flips, sets: current.sets,
+    variables: page.variables, onJump: jump, changed: view.live ? model.changed : null,
+  });
+  model.changed.clear();
+
+  const flags = derivedFlags.map((flag) => ({
+    ...flag,
+    changes: [
+      ...model.flips.filter((f) => f.name === flag.name)
+        .map((f) => ({ seq: f.seq, value: f.value, kind: "flip", label: describeFlip(f) })),
+      ...model.sets.filter((s) => s.name === flag.name)
+        .map((s) => ({ seq: s.seq, value: s.value, kind: "set", label: `set at #${s.seq}` })),
+    ],
+  }));
+  renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
+  renderHandoffs($("handoffs"), page.handoffs, current.context);
+  if (view.live) resolveSoon();
+}
+
+// -- the socket ----------------------------------------------------------------------------------
+function onSnapshot(message) {
+  model.ready = true;
+  model.lastSeq = message.seq;
+  model.context = message.state.context;
+  model.provenance = message.provenance;
+  model.flips = message.flips || [];
+  model.sets = model.sets.filter((set) => set.seq <= message.seq);
+  model.status = message.state.execution.status;
+  schedule();
+}
+
+function onEvent(message) {
+  model.lastSeq = message.seq;
+  const flipped = new Set();
+  for (const flip of message.flips || []) {
+    model.flips.push(flip);
+    flipped.add(flip.name);
+  }
+  for (const [name, change] of Object.entries(message.changes || {})) {
+    model.context[name] = change.new;
+    model.changed.add(name);
+    if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
+  }
+  if (message.event.type === "run_status") model.status = message.event.status;
+  stream.add(message);
+  schedule();
+}
+
+const socket = new LiveSocket(root.dataset.wsPath, {
+  sequenced: true,
+  after: page.stream_after,
+  onStatus: (state, detail) => showStatus($("conn"), state, detail),
+  onMessage(message) {
+    if (message.type === "snapshot") onSnapshot(message);
+    else if (message.type === "event") onEvent(message);
+    else if (message.type === "error") $("conn").title = message.error;
+  },
+}).start();
+
+// -- time travel ---------------------------------------------------------------------------------
+let travelToken = 0;
+
+function goLive() {
+  travelToken += 1;
+  view = { live: true, seq: null, state: null };
+  $("travel-live").setAttribute("aria-pressed", "true");
+  $("travel-note").hidden = true;
+  schedule();
+}
+
+async function travelTo(seq) {
+  if (seq >= model.lastSeq) {
+    goLive();
+    return;
+  }
+  const token = ++travelToken;
+  $("travel-live").setAttribute("aria-pressed", "false");
+  try {
+    const data = await getJSON(urls.state, { at: seq });
+    if (token !== travelToken) return; // a newer request superseded this one
+    view = { live: false, seq: data.seq, state: { context: data.state.context, provenance: data.provenance, flips: data.flips } };
+    replace($("travel-note"), `Showing the state after event #${data.seq} of ${model.lastSeq}. The event stream stays live. `,
+      el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
+    $("travel-note").hidden = false;
+    schedule();
+    resolveSoon();
+  } catch (error) {
+    replace($("travel-note"), el("span", { class: "error" }, `Could not load #${seq}: ${error.message}`));
+    $("travel-note").hidden = false;
+  }
+}
+
+const travelSoon = debounce((seq) => travelTo(seq), 150);
+$("travel-seq").addEventListener("input", (event) => {
+  const seq = Number(event.target.value);
+  $("travel-out").textContent = `#${seq}`;
+  travelSoon(seq);
+});
+$("travel-live").addEventListener("click", goLive);
+
+$("compare").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const clamp = (value) => Math.max(0, Math.min(model.lastSeq, Number(value) || 0));
+  const [a, b] = [clamp($("compare-a").value), clamp($("compare-b").value)].sort((x, y) => x - y);
+  try {
+    const [first, second] = await Promise.all([getJSON(urls.state, { at: a }), getJSON(urls.state, { at: b })]);
+    renderDiff($("compare-result"), first, second, jump);
+  } catch (error) {
+    replace($("compare-result"), el("p", { class: "error" }, `Compare failed: ${error.message}`));
+    $("compare-result").hidden = false;
+  }
+});
+
+// -- template preview ----------------------------------------------------------------------------
+const PATTERNS = { ref: /\{\{\s*([^{}]+?)\s*\}\}/g, system: /\{([^{}]*)\}/g };
+let resolveToken = 0;
+
+function highlight(text, unresolved, syntax) {
+  const missing = new Set(unresolved);
+  const parts = [];
+  let last = 0;
+  for (const match of text.matchAll(PATTERNS[syntax])) {
+    const key = syntax === "ref" ? match[1].trim() : match[1];
+    if (!missing.has(key)) continue;
+    parts.push(text.slice(last, match.index), el("mark", { class: "unresolved", title: "unresolved" }, match[0]));
+    last = match.index + match[0].length;
+  }
+  parts.push(text.slice(last));
+  return parts;
+}
+
+async function resolveTemplate() {
+  const template = $("template-input").value;
+  const token = ++resolveToken;
+  if (!template) {
+    replace($("template-output"));
+    replace($("template-unresolved"));
+    $("template-at").textContent = "";
+    return;
+  }
+  try {
+    const data = await getJSON(urls.resolve, {
+      template, syntax: $("template-syntax").value, at: view.live ? null : view.seq,
+    });
+    if (token !== resolveToken) return;
+    $("template-output").classList.remove("error");
+    replace($("template-output"), highlight(data.text, data.unresolved, data.syntax));
+    replace($("template-unresolved"), data.unresolved.length
+      ? ["Unresolved: ", data.unresolved.map((ref, index) => [index ? ", " : "", el("code", {}, ref)])]
+      : el("span", { class: "ok" }, "Every reference resolved."));
+    $("template-at").textContent = `resolved against the state after #${data.seq} (${data.syntax === "ref" ? "{{ref}}" : "{name}"})`;
+  } catch (error) {
+    if (token !== resolveToken) return;
+    $("template-output").classList.add("error");
+    replace($("template-output"), error.message);
+    replace($("template-unresolved"));
+  }
+}
+
+const resolveSoon = debounce(resolveTemplate, 250);
+$("template-input").addEventListener("input", resolveSoon);
+$("template-syntax").addEventListener("change", resolveTemplate);
+
+window.inspector = { socket, stream, model, view: () => view, travelTo, goLive };

@@ -1,0 +1,144 @@
+// The event stream: newest at the bottom, filters by agent and type, pause that buffers.
+
+import { el, replace, show } from "./dom.js";
+
+const MAX_ROWS = 3000; // older rows leave the page; time travel still reaches every event
+const TYPES = ["agent_text", "tool_response", "context_set", "run_status"];
+
+function senderOf(event) {
+  const sender = event.agent ?? event.sender;
+  if (sender && typeof sender === "object") return sender.name ?? "";
+  return sender ?? "";
+}
+
+function body(event) {
+  switch (event.type) {
+    case "agent_text":
+      return el("div", { class: "ev-text" }, event.text ?? "");
+    case "tool_response":
+      return el("div", { class: "ev-text" },
+        el("code", {}, event.tool), event.status ? ` → ${event.status}` : "",
+        event.data !== undefined ? el("pre", { class: "ev-data" }, JSON.stringify(event.data, null, 1)) : null);
+    case "context_set":
+      return el("div", { class: "ev-text" }, el("code", {}, event.name), " = ", show(event.value));
+    case "run_status":
+      return el("div", { class: "ev-text" }, "run ", el("span", { class: "pill", dataset: { status: event.status } }, event.status));
+    default:
+      return el("div", { class: "ev-text" }, JSON.stringify(event));
+  }
+}
+
+export class EventStream {
+  constructor({ list, empty, agentSelect, typeSelect, pauseButton }) {
+    this.list = list;
+    this.empty = empty;
+    this.agentSelect = agentSelect;
+    this.typeSelect = typeSelect;
+    this.pauseButton = pauseButton;
+    this.paused = false;
+    this.buffer = [];
+    this.agents = new Set();
+    this.types = new Set();
+    for (const type of TYPES) this.addOption(this.typeSelect, this.types, type);
+    agentSelect.addEventListener("change", () => this.applyFilters());
+    typeSelect.addEventListener("change", () => this.applyFilters());
+    pauseButton.addEventListener("click", () => this.setPaused(!this.paused));
+  }
+
+  addOption(select, seen, value) {
+    if (!value || seen.has(value)) return;
+    seen.add(value);
+    select.append(el("option", { value }, value));
+  }
+
+  /** Take one `event` message (already deduped and in order). */
+  add(message) {
+    if (this.paused) {
+      this.buffer.push(message);
+      this.updatePauseLabel();
+      return;
+    }
+    this.render([message]);
+  }
+
+  render(messages) {
+    const stick = this.atBottom();
+    const fragment = document.createDocumentFragment();
+    for (const message of messages) fragment.append(this.row(message));
+    this.list.append(fragment);
+    while (this.list.childElementCount > MAX_ROWS) this.list.firstElementChild.remove();
+    this.empty.hidden = this.list.childElementCount > 0;
+    if (stick) this.list.scrollTop = this.list.scrollHeight;
+  }
+
+  row(message) {
+    const { seq, event } = message;
+    const who = senderOf(event) || event.tool || "";
+    this.addOption(this.agentSelect, this.agents, who);
+    this.addOption(this.typeSelect, this.types, event.type);
+    const flips = (message.flips || []).map((flip) =>
+      el("span", { class: "chip chip-true" }, `⚑ ${flip.name} → ${JSON.stringify(flip.value)}`));
+    const row = el("li", { id: `event-${seq}`, class: `ev ev-${event.type}`, dataset: { seq: String(seq), agent: who, type: event.type } },
+      el("a", { class: "ev-seq", href: `#event-${seq}` }, `#${seq}`),
+      el("span", { class: "ev-type" }, event.type),
+      who ? el("span", { class: "ev-agent" }, who) : null,
+      body(event),
+      flips.length ? el("div", { class: "ev-flips" }, flips) : null);
+    row.hidden = !this.visible(row);
+    return row;
+  }
+
+  visible(row) {
+    const agent = this.agentSelect.value;
+    const type = this.typeSelect.value;
+    return (!agent || row.dataset.agent === agent) && (!type || row.dataset.type === type);
+  }
+
+  applyFilters() {
+    for (const row of this.list.children) row.hidden = !this.visible(row);
+  }
+
+  setPaused(paused) {
+    this.paused = paused;
+    this.pauseButton.setAttribute("aria-pressed", String(paused));
+    if (!paused && this.buffer.length) {
+      const pending = this.buffer;
+      this.buffer = [];
+      this.render(pending);
+      this.list.scrollTop = this.list.scrollHeight;
+    }
+    this.updatePauseLabel();
+  }
+
+  updatePauseLabel() {
+    this.pauseButton.textContent = this.paused
+      ? `Resume live${this.buffer.length ? ` (${this.buffer.length} new)` : ""}`
+      : "Pause live";
+  }
+
+  atBottom() {
+    return this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 40;
+  }
+
+  /** Show one event: clear filters that hide it, scroll to it, and highlight it. */
+  jumpTo(seq) {
+    if (this.paused && this.buffer.some((message) => message.seq === seq)) this.setPaused(false);
+    const row = document.getElementById(`event-${seq}`);
+    if (!row) return false;
+    if (row.hidden) {
+      this.agentSelect.value = "";
+      this.typeSelect.value = "";
+      this.applyFilters();
+    }
+    for (const old of this.list.querySelectorAll(".target")) old.classList.remove("target");
+    row.classList.add("target");
+    row.scrollIntoView({ block: "center", behavior: "smooth" });
+    return true;
+  }
+
+  clear() {
+    replace(this.list);
+    this.buffer = [];
+    this.empty.hidden = false;
+  }
+}
