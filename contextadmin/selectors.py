@@ -158,18 +158,24 @@ def _variables_diff(
     for name, (category, _, _item) in old.items():
         if name not in new:
             entries.append(DiffEntry("removed", f"{category} variable {name}"))
-    for name, (category, index, item) in new.items():
+    for name, (category, _, item) in new.items():
         if name not in old:
             continue
-        old_category, old_index, old_item = old[name]
+        old_category, _, old_item = old[name]
         details: list[str] = []
         if old_category != category:
             details.append(f"category {old_category} → {category}")
         details += _field_changes(old_item, item)
-        if not details and old_index != index:
-            details.append(f"position {old_index + 1} → {index + 1}")
         if details:
             entries.append(DiffEntry("changed", f"{category} variable {name}", tuple(details)))
+    for category in schema.CATEGORIES:
+        # Only the relative order of the variables kept in this category counts as a change.
+        kept = {n for n, (c, _, _) in new.items() if c == category and old.get(n, ("",))[0] == c}
+        before = sorted(kept, key=lambda n: old[n][1])
+        after = sorted(kept, key=lambda n: new[n][1])
+        if before != after:
+            detail = f"{', '.join(before)} → {', '.join(after)}"
+            entries.append(DiffEntry("changed", f"order of the {category} variables", (detail,)))
     return entries
 
 

@@ -1,0 +1,152 @@
+"""The export API and the JSON Schema endpoint (and the checked-in schema file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+from jsonschema import Draft202012Validator
+
+from contextadmin import schema, selectors
+from contextadmin.models import Variable, Workflow
+from tests.contextadmin.conftest import EXAMPLE_PATH
+
+SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "context_variables.schema.json"
+
+
+def url(name: str) -> str:
+    return f"/api/workflows/{name}/context_variables.json"
+
+
+@pytest.mark.django_db
+def test_staff_download_is_the_export_as_an_attachment(
+    staff_client: Client, generator: Workflow
+) -> None:
+    response = staff_client.get(url("Generator"))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    assert response["Content-Disposition"] == 'attachment; filename="context_variables.json"'
+    assert response.content == selectors.workflow_export(workflow=generator)
+
+
+@pytest.mark.django_db
+def test_production_variant(staff_client: Client, generator: Workflow) -> None:
+    response = staff_client.get(url("Generator"), {"environment": "production"})
+    assert response.status_code == 200
+    assert json.loads(response.content)["context_variables"]["environment_variables"] == []
+    assert response.content == selectors.workflow_export(
+        workflow=generator, environment="production"
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("environment", ["staging", "", "PRODUCTION"])
+def test_bad_environment_is_a_json_400_naming_the_field(
+    staff_client: Client, generator: Workflow, environment: str
+) -> None:
+    response = staff_client.get(url("Generator"), {"environment": environment})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["field"] == "environment" and body["error"].startswith("environment:")
+
+
+@pytest.mark.django_db
+def test_unknown_workflow_is_a_json_404(staff_client: Client) -> None:
+    response = staff_client.get(url("Nope"))
+    assert response.status_code == 404
+    assert response.json() == {"error": "name: no workflow named 'Nope'", "field": "name"}
+
+
+@pytest.mark.django_db
+def test_anonymous_is_401_even_for_unknown_workflows(client: Client, generator: Workflow) -> None:
+    for name in ("Generator", "Nope"):
+        response = client.get(url(name))
+        assert response.status_code == 401
+        assert "error" in response.json()
+        assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.django_db
+def test_non_staff_is_403(client: Client, generator: Workflow) -> None:
+    user = get_user_model().objects.create_user("viewer", password="x")
+    client.force_login(user)
+    response = client.get(url("Generator"))
+    assert response.status_code == 403
+    assert response.json()["error"].startswith("forbidden")
+
+
+@pytest.mark.django_db
+def test_other_methods_are_a_json_405(staff_client: Client, generator: Workflow) -> None:
+    response = staff_client.post(url("Generator"))
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD" and "error" in response.json()
+
+
+@pytest.mark.django_db
+def test_definitions_that_break_a_rule_are_a_json_409(
+    staff_client: Client, generator: Workflow
+) -> None:
+    Variable.objects.filter(name="product_tier").update(name="Bad Name")  # bypassing the admin
+    response = staff_client.get(url("Generator"))
+    assert response.status_code == 409
+    assert response.json()["issues"][0]["path"] == "context_variables.declarative_variables[0].name"
+
+
+# -- the schema ---------------------------------------------------------------------------------
+def test_schema_endpoint_serves_the_generated_schema(client: Client) -> None:
+    response = client.get("/schema/context_variables.schema.json")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/schema+json")
+    assert json.loads(response.content) == schema.json_schema()
+
+
+def test_checked_in_schema_matches_schema_py() -> None:
+    assert SCHEMA_FILE.read_bytes() == selectors.schema_export_bytes(), (
+        "docs/context_variables.schema.json is out of date: "
+        "run `.venv/bin/python manage.py export_schema -o docs/context_variables.schema.json`"
+    )
+
+
+def _validator() -> Draft202012Validator:
+    document = json.loads(SCHEMA_FILE.read_bytes())
+    Draft202012Validator.check_schema(document)
+    return Draft202012Validator(document)
+
+
+def test_the_example_validates_against_the_schema() -> None:
+    errors = list(_validator().iter_errors(json.loads(EXAMPLE_PATH.read_bytes())))
+    assert errors == []
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param(
+            {"context_variables": {"declarative_variables": [{"name": "x"}]}}, id="value-missing"
+        ),
+        pytest.param(
+            {"context_variables": {"derived_variables": [{"name": "x", "type": "string"}]}},
+            id="derived-not-boolean",
+        ),
+        pytest.param(
+            {
+                "context_variables": {
+                    "derived_variables": [
+                        {"name": "x", "triggers": [{"type": "agent_text", "agent": "A"}]}
+                    ]
+                }
+            },
+            id="match-missing",
+        ),
+        pytest.param({"context_variables": {}, "extra": 1}, id="unknown-key"),
+    ],
+)
+def test_the_schema_rejects_what_parse_config_rejects(document: dict[str, Any]) -> None:
+    assert list(_validator().iter_errors(document))
+    with pytest.raises(schema.ConfigError):
+        schema.parse_config(document)

@@ -1,0 +1,178 @@
+"""The admin import page: upload -> report with JSON paths -> diff -> apply."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from contextadmin import selectors
+from contextadmin.admin import PENDING_IMPORT_KEY
+from contextadmin.models import Variable, Workflow
+from tests.contextadmin.conftest import db_dump
+
+pytestmark = pytest.mark.django_db
+
+IMPORT_URL = "/admin/contextadmin/workflow/import/"
+
+
+def into_url(workflow: Workflow) -> str:
+    return reverse("admin:contextadmin_workflow_import_into", args=[workflow.pk])
+
+
+def upload(client: Client, url: str, name: str, content: bytes) -> Any:
+    file = SimpleUploadedFile("context_variables.json", content, content_type="application/json")
+    return client.post(url, {"step": "upload", "name": name, "file": file})
+
+
+def apply(client: Client, url: str, response: Any) -> Any:
+    return client.post(url, {"step": "apply", "token": response.context["token"]})
+
+
+def test_pages_render(staff_client: Client, generator: Workflow) -> None:
+    assert staff_client.get(IMPORT_URL).status_code == 200
+    response = staff_client.get(into_url(generator))
+    assert response.status_code == 200
+    assert 'value="Generator"' in response.content.decode()
+
+
+def test_invalid_file_shows_the_report_with_json_paths(
+    staff_client: Client, generator: Workflow, example: dict
+) -> None:
+    del example["context_variables"]["derived_variables"][0]["triggers"][0]["agent"]
+    example["context_variables"]["environment_variables"][0]["source"]["env_var"] = "AWS_SECRET"
+    before = db_dump()
+    response = upload(staff_client, into_url(generator), "Generator", json.dumps(example).encode())
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Rejected: 2 problems. Nothing was changed." in html
+    assert "<code>context_variables.derived_variables[0].triggers[0].agent</code>" in html
+    assert "<code>context_variables.environment_variables[0].source.env_var</code>" in html
+    assert "AWS_SECRET looks like a secret" in html
+    assert PENDING_IMPORT_KEY not in staff_client.session
+    assert db_dump() == before
+
+
+@pytest.mark.parametrize(
+    "content", [b"{", b"\xff\xfe\x00", b"[1]"], ids=["truncated", "binary", "list"]
+)
+def test_unreadable_files_are_reported_not_crashing(staff_client: Client, content: bytes) -> None:
+    response = upload(staff_client, IMPORT_URL, "New", content)
+    assert response.status_code == 200
+    assert "Rejected: 1 problem." in response.content.decode()
+    assert not Workflow.objects.exists()
+
+
+def test_new_workflow_preview_then_apply(staff_client: Client, example_bytes: bytes) -> None:
+    response = upload(staff_client, IMPORT_URL, "Fresh", example_bytes)
+    html = response.content.decode()
+    assert "Creates workflow Fresh: 7 added, 0 removed, 0 changed" in html
+    assert "+ derived variable interview_complete: boolean, 1 trigger" in html
+    assert not Workflow.objects.exists(), "a preview changes nothing"
+
+    response = apply(staff_client, IMPORT_URL, response)
+
+    workflow = Workflow.objects.get(name="Fresh")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:contextadmin_workflow_change", args=[workflow.pk])
+    assert json.loads(selectors.workflow_export(workflow=workflow)) == json.loads(example_bytes)
+    assert PENDING_IMPORT_KEY not in staff_client.session
+
+
+def test_replace_existing_workflow(
+    staff_client: Client, generator: Workflow, example: dict
+) -> None:
+    changed = copy.deepcopy(example)
+    changed["context_variables"]["declarative_variables"][0]["value"] = "ga"
+    changed["variables"] = []
+    response = upload(staff_client, into_url(generator), "Generator", json.dumps(changed).encode())
+    html = response.content.decode()
+    assert "Replaces the definitions of Generator: 0 added, 0 removed, 1 changed" in html
+    assert "~ declarative variable product_tier: value &quot;beta&quot; → &quot;ga&quot;" in html
+    assert "variables: legacy key ignored" in html
+
+    response = apply(staff_client, into_url(generator), response)
+
+    assert response.status_code == 302
+    assert Variable.objects.get(name="product_tier").value == "ga"
+    messages = [str(m) for m in response.wsgi_request._messages]
+    assert any("Replaced the definitions of Generator" in m for m in messages)
+
+
+def test_apply_trusts_only_the_server_side_upload(
+    staff_client: Client, example_bytes: bytes
+) -> None:
+    response = upload(staff_client, IMPORT_URL, "Fresh", example_bytes)
+    token = response.context["token"]
+    forged = staff_client.post(
+        IMPORT_URL, {"step": "apply", "token": "forged", "name": "Evil", "data": "{}"}
+    )
+    assert forged.status_code == 302 and not Workflow.objects.exists()
+    staff_client.post(IMPORT_URL, {"step": "apply", "token": token, "name": "Evil"})
+    assert list(Workflow.objects.values_list("name", flat=True)) == ["Fresh"]
+
+
+def test_apply_without_a_pending_upload(staff_client: Client) -> None:
+    response = staff_client.post(IMPORT_URL, {"step": "apply", "token": "x"}, follow=True)
+    assert "no longer pending" in response.content.decode()
+    assert not Workflow.objects.exists()
+
+
+def test_apply_twice_applies_once(staff_client: Client, example_bytes: bytes) -> None:
+    preview = upload(staff_client, IMPORT_URL, "Fresh", example_bytes)
+    assert apply(staff_client, IMPORT_URL, preview).status_code == 302
+    again = apply(staff_client, IMPORT_URL, preview)
+    assert again.status_code == 302 and again["Location"] == IMPORT_URL
+
+
+def test_definitions_changed_since_the_preview(
+    staff_client: Client, generator: Workflow, example: dict
+) -> None:
+    changed = copy.deepcopy(example)
+    changed["context_variables"]["declarative_variables"][0]["value"] = "ga"
+    preview = upload(staff_client, into_url(generator), "Generator", json.dumps(changed).encode())
+    Variable.objects.filter(name="max_items").update(value=99)  # someone edits meanwhile
+    before = db_dump()
+
+    response = apply(staff_client, into_url(generator), preview)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert (
+        "changed since the preview" in html
+        and "~ declarative variable max_items: value 99 → 25" in html
+    )
+    assert db_dump() == before
+
+
+def test_upload_size_limit(staff_client: Client, settings: Any, example_bytes: bytes) -> None:
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 100
+    response = upload(staff_client, IMPORT_URL, "Fresh", example_bytes)
+    assert response.status_code == 200
+    errors = response.context["form"].errors["file"]
+    assert errors == [f"The file is {len(example_bytes)} bytes; the limit is 100 bytes."]
+    assert not Workflow.objects.exists()
+
+
+def test_bad_workflow_name_on_the_form(staff_client: Client, example_bytes: bytes) -> None:
+    response = upload(staff_client, IMPORT_URL, "has space", example_bytes)
+    assert response.context["form"].errors["name"]
+
+
+def test_csrf_is_enforced(staff: Any, example_bytes: bytes) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff)
+    response = upload(client, IMPORT_URL, "Fresh", example_bytes)
+    assert response.status_code == 403
+    assert not Workflow.objects.exists()
+
+
+def test_staff_only(client: Client, example_bytes: bytes) -> None:
+    response = upload(client, IMPORT_URL, "Fresh", example_bytes)
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert not Workflow.objects.exists()
