@@ -132,6 +132,9 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
     search_fields = ("name", "description")
     list_filter = ("updated",)
 
+    class Media:
+        css = {"all": ["contextadmin/admin.css"]}
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Workflow]:
         return (
             super()

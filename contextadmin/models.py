@@ -147,9 +147,9 @@ PROXIES: dict[str, type[Variable]] = {
 
 
 class TriggerType(models.TextChoices):
-    AGENT_TEXT = "agent_text", "agent_text: the agent says a text"
-    AGENT_TURN_COUNT = "agent_turn_count", "agent_turn_count: the agent's Nth message"
-    TOOL_RESPONSE = "tool_response", "tool_response: a tool responds"
+    AGENT_TEXT = "agent_text", "agent_text"
+    AGENT_TURN_COUNT = "agent_turn_count", "agent_turn_count"
+    TOOL_RESPONSE = "tool_response", "tool_response"
 
 
 class Trigger(models.Model):
@@ -158,7 +158,14 @@ class Trigger(models.Model):
     variable = models.ForeignKey(Variable, on_delete=models.CASCADE, related_name="triggers")
     position = models.PositiveIntegerField(default=0)
     type = models.CharField(
-        max_length=32, choices=TriggerType.choices, default=TriggerType.AGENT_TEXT
+        max_length=32,
+        choices=TriggerType.choices,
+        default=TriggerType.AGENT_TEXT,
+        help_text=(
+            "agent_text: the agent says the text (agent, text equals); "
+            "agent_turn_count: the agent's Nth message (agent, turn count); "
+            "tool_response: the tool responds, with the status if given (tool, status)"
+        ),
     )
     agent = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
     tool = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)

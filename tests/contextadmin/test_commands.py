@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from django.test import Client
 from contextadmin import selectors
 from contextadmin.models import Workflow
 from tests.contextadmin.conftest import db_dump
+from tests.support.mongo import demo_documents
 
 pytestmark = pytest.mark.django_db
 
@@ -145,7 +145,7 @@ def test_bad_files_are_rejected_without_traceback(
     path.write_bytes(content)
     before = db_dump()
     err = io.StringIO()
-    with pytest.raises(CommandError, match="rejected .*nothing changed"):
+    with pytest.raises(CommandError, match=r"rejected .*nothing changed"):
         call_command(
             "import_context", str(path), "--workflow", "Generator", "--replace", stderr=err
         )
@@ -154,7 +154,7 @@ def test_bad_files_are_rejected_without_traceback(
 
 
 def test_missing_file(db: None) -> None:
-    with pytest.raises(CommandError, match="cannot read /nonexistent/cv.json: No such file"):
+    with pytest.raises(CommandError, match=r"cannot read /nonexistent/cv\.json: No such file"):
         run("import_context", "/nonexistent/cv.json", "--workflow", "X")
 
 
@@ -239,53 +239,18 @@ def test_demo_setup_notes_an_unreachable_mongodb(settings: Any) -> None:
     assert "note: MongoDB unreachable" in out and "imported workflow Generator" in out
 
 
-@pytest.fixture
-def mongo_uri(tmp_path: Path) -> Iterator[str]:
-    """Start the nx-27017 MongoDB-wire server on a free loopback port."""
-    binary = Path(sys.executable).parent / "nx-27017"
-    if not binary.exists():
-        pytest.skip("nx-27017 is not installed")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            str(binary),
-            "--data-dir",
-            str(tmp_path / "mongo"),
-            "--host",
-            "127.0.0.1",
-            "-p",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"mongodb://127.0.0.1:{port}/?directConnection=true"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 @pytest.mark.mongo
-def test_demo_setup_seeds_empty_collections(mongo_uri: str, settings: Any) -> None:
-    import pymongo
-
-    settings.MONGODB_URI = mongo_uri
-    out, _ = run("demo_setup")
-    assert "seeded MongoDB autogen_ai_agents.Concepts (2 documents)" in out
-    client: Any = pymongo.MongoClient(mongo_uri, serverSelectionTimeoutMS=2000)
+def test_demo_setup_seeds_empty_collections(mongo_server: Any, settings: Any) -> None:
+    collection = mongo_server.client["autogen_ai_agents"]["Concepts"]
+    collection.drop()
+    settings.MONGODB_URI = mongo_server.uri
     try:
-        found = client["autogen_ai_agents"]["Concepts"].find_one({"enterprise_id": "acme"})
+        out, _ = run("demo_setup")
+        assert "seeded MongoDB autogen_ai_agents.Concepts (2 documents)" in out
+        found = collection.find_one({"enterprise_id": "acme"})
         assert found["ConceptOverview"].startswith("Acme builds")
         out, _ = run("demo_setup")
         assert "autogen_ai_agents.Concepts not empty; left as is" in out
-        assert len(list(client["autogen_ai_agents"]["Concepts"].find({}))) == 2
+        assert len(list(collection.find({}))) == 2
     finally:
-        client.close()
+        mongo_server.seed(demo_documents())  # the session server is shared: restore it
