@@ -1,0 +1,149 @@
+"""The runtime-facing HTTP API (DESIGN.md §6): thin views over services and selectors."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from runs import selectors, services
+from runs.errors import ApiError, BadRequest, Forbidden, TooLarge, Unauthorized
+from runs.models import ApiToken
+
+logger = logging.getLogger(__name__)
+
+
+def json_response(data: Any, *, status: int = 200) -> HttpResponse:
+    return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
+
+
+@dataclass
+class Caller:
+    """Who is calling: a runtime with a token, or a staff user with a session."""
+
+    token: ApiToken | None = None
+    staff: bool = False
+
+
+def bearer_secret(header: str | None) -> str | None:
+    """Return the secret of an ``Authorization: Bearer <secret>`` header value."""
+    if not header:
+        return None
+    scheme, _, secret = header.strip().partition(" ")
+    return secret.strip() if scheme.lower() == "bearer" and secret.strip() else None
+
+
+def caller_authenticate(request: HttpRequest, *, allow_session: bool) -> Caller:
+    """Authenticate by bearer token, or (for reads) by a staff session."""
+    header = request.headers.get("Authorization")
+    if header:
+        secret = bearer_secret(header)
+        token = services.api_token_authenticate(secret=secret) if secret else None
+        if token is None:
+            raise Unauthorized("Authorization: invalid or revoked token")
+        return Caller(token=token)
+    user = getattr(request, "user", None)
+    if allow_session and user is not None and user.is_authenticated:
+        if not user.is_staff:
+            raise Forbidden("staff access required")
+        return Caller(staff=True)
+    raise Unauthorized("Authorization: a Bearer token is required")
+
+
+def api_view(*, allow_session: bool) -> Callable[..., Callable[..., HttpResponse]]:
+    """Wrap a view: authenticate, turn ApiError into JSON 4xx, never a 500 for bad input."""
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                caller = caller_authenticate(request, allow_session=allow_session)
+                status, data = view(request, caller, *args, **kwargs)
+            except ApiError as exc:
+                return json_response(exc.as_dict(), status=exc.status)
+            return json_response(data, status=status)
+
+        return wrapper
+
+    return decorate
+
+
+def read_json_body(request: HttpRequest) -> dict[str, Any]:
+    """Decode a JSON object body within the size limit, naming what is wrong."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    length = request.headers.get("Content-Length")
+    if length and length.isdigit() and int(length) > limit:
+        raise TooLarge(f"body: {length} bytes, at most {limit}")
+    content_type = request.content_type or ""
+    if content_type and content_type != "application/json":
+        raise BadRequest(f"Content-Type: expected application/json, got {content_type}", status=415)
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        raise TooLarge(f"body: more than {limit} bytes")
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"body: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadRequest("body: must be a JSON object")
+    return data
+
+
+RUN_START_FIELDS = {"workflow", "enterprise_id", "run_id", "environment", "context"}
+
+
+@csrf_exempt
+@require_POST
+@api_view(allow_session=False)
+def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]]:
+    """POST /api/runs/ — start a run and return its initial state."""
+    body = read_json_body(request)
+    unknown = sorted(set(body) - RUN_START_FIELDS)
+    if unknown:
+        raise BadRequest(
+            f"{unknown[0]}: unknown field (expected {', '.join(sorted(RUN_START_FIELDS))})"
+        )
+    started = services.run_start(
+        workflow_name=body.get("workflow"),  # type: ignore[arg-type]  (validated by the service)
+        enterprise_id=body.get("enterprise_id"),  # type: ignore[arg-type]
+        run_id=body.get("run_id"),
+        environment=body.get("environment"),
+        context=body.get("context"),
+        token=caller.token,
+    )
+    run = started.run
+    state = selectors.run_state_at(run=run).as_response(run)
+    return (201 if started.created else 200), {"run_id": run.pk, "state": state}
+
+
+@csrf_exempt
+@require_POST
+@api_view(allow_session=False)
+def run_events(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, dict[str, Any]]:
+    """POST /api/runs/<run_id>/events/ — append a batch of events (idempotent by seq)."""
+    body = read_json_body(request)
+    unknown = sorted(set(body) - {"events"})
+    if unknown:
+        raise BadRequest(f"{unknown[0]}: unknown field (expected events)")
+    if "events" not in body:
+        raise BadRequest("events: field required")
+    result = services.event_ingest(run_id=run_id, events=body["events"], token=caller.token)
+    return 200, {"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks}
+
+
+@require_GET
+@api_view(allow_session=True)
+def run_state(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, dict[str, Any]]:
+    """GET /api/runs/<run_id>/state/?at=<seq> — the state after seq events (latest without)."""
+    run = selectors.run_get(run_id=run_id)
+    services.token_check_workflow(token=caller.token, workflow_name=run.workflow_name)
+    seq = selectors.parse_seq(request.GET.get("at"))
+    return 200, selectors.run_state_at(run=run, seq=seq).as_response(run)

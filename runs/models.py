@@ -1,0 +1,132 @@
+"""Runs, their append-only event log, derived flips, replay snapshots and API tokens."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Run(models.Model):
+    """One workflow run; its definitions are pinned as exported when it started."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Environment(models.TextChoices):
+        DEVELOPMENT = "development"
+        PRODUCTION = "production"
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_run_id, editable=False)
+    workflow = models.ForeignKey(
+        "contextadmin.Workflow", null=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    workflow_name = models.CharField(max_length=100, db_index=True)
+    definitions = models.JSONField(help_text="context_variables.json as exported at start")
+    definitions_hash = models.CharField(max_length=64)
+    enterprise_id = models.CharField(max_length=200, db_index=True)
+    environment = models.CharField(
+        max_length=20, choices=Environment.choices, default=Environment.DEVELOPMENT
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    provenance = models.JSONField(default=dict)
+    warnings = models.JSONField(default=list)
+    state = models.JSONField(default=dict, help_text="the live RunState as of last_seq")
+    last_seq = models.PositiveBigIntegerField(default=0)
+    flip_count = models.PositiveIntegerField(default=0)
+    token = models.ForeignKey(
+        "runs.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    started_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_name} run {self.id}"
+
+
+class RunEvent(models.Model):
+    """One event of a run's log; ``result`` keeps the flips and changes it caused."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=32)
+    agent = models.CharField(max_length=200, blank=True)
+    payload = models.JSONField()
+    result = models.JSONField(default=dict)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="runevent_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"
+
+
+class Flip(models.Model):
+    """A derived flag flipped by an event (its cause names the trigger and the event)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="flips")
+    variable = models.CharField(max_length=64)
+    value = models.JSONField()
+    seq = models.PositiveBigIntegerField()
+    trigger_index = models.IntegerField(null=True)
+    cause = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "seq", "id"]
+        indexes = [models.Index(fields=["run", "seq"], name="flip_run_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.variable}={self.value} at #{self.seq}"
+
+
+class RunSnapshot(models.Model):
+    """The state after ``seq`` events, so replay to any seq reads a bounded tail of the log."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="snapshots")
+    seq = models.PositiveBigIntegerField()
+    state = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="runsnapshot_unique_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot at #{self.seq}"
+
+
+class ApiToken(models.Model):
+    """A runtime's bearer token: only a SHA-256 of the secret is stored, the secret shown once."""
+
+    name = models.CharField(max_length=100, unique=True)
+    prefix = models.CharField(max_length=12, db_index=True, editable=False)
+    secret_hash = models.CharField(max_length=64, editable=False)
+    workflow = models.ForeignKey(
+        "contextadmin.Workflow",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="api_tokens",
+        help_text="when set, the token may only start and report runs of this workflow",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,211 @@
+"""Inspector and ingest websockets through the real ASGI stack (origin, session, routing)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from contextadmin.asgi import application
+from runs import services
+from runs.models import RunEvent
+from tests.runs.conftest import demo_config, demo_events
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+ORIGIN = (b"origin", b"http://testserver")
+
+
+def _setup(*, staff: bool = True):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from contextadmin.services import workflow_import
+
+    workflow_import(name="Generator", data=demo_config())
+    user = get_user_model().objects.create_user("op", password="pw-12345678", is_staff=staff)
+    client = Client()
+    client.force_login(user)
+    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
+    _, secret = services.api_token_create(name="rt")
+    return client.cookies["sessionid"].value, run.pk, secret
+
+
+def inspector(path: str, session: str | None, *, origin: bool = True) -> WebsocketCommunicator:
+    headers = [ORIGIN] if origin else []
+    if session:
+        headers.append((b"cookie", f"sessionid={session}".encode()))
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+async def post(run_id: str, events: list[dict]) -> services.IngestResult:
+    return await sync_to_async(services.event_ingest)(run_id=run_id, events=events)
+
+
+async def receive(comm: WebsocketCommunicator) -> dict:
+    return json.loads(await comm.receive_from(timeout=5))
+
+
+async def test_snapshot_then_live_events_with_flips():
+    session, run_id, _ = await sync_to_async(_setup)()
+    comm = inspector(f"/ws/runs/{run_id}/", session)
+    connected, _ = await comm.connect()
+    assert connected
+    snapshot = await receive(comm)
+    assert snapshot["type"] == "snapshot" and snapshot["seq"] == 0
+    assert snapshot["state"]["context"]["interview_complete"] is False
+    await post(run_id, demo_events())
+    messages = [await receive(comm) for _ in range(8)]
+    assert [m["seq"] for m in messages] == list(range(1, 9))
+    flip_message = messages[4]
+    assert flip_message["flips"][0]["name"] == "interview_complete"
+    assert flip_message["changes"]["interview_complete"] == {"old": False, "new": True}
+    assert await comm.receive_nothing(timeout=0.2)
+    await comm.disconnect()
+
+
+async def test_resume_after_k_receives_exactly_the_rest():
+    session, run_id, _ = await sync_to_async(_setup)()
+    events = demo_events()
+    comm = inspector(f"/ws/runs/{run_id}/", session)
+    await comm.connect()
+    await receive(comm)
+    await post(run_id, events[:3])
+    seen = [(await receive(comm))["seq"] for _ in range(3)]
+    await comm.disconnect()
+    await post(run_id, events[3:])  # while disconnected
+    again = inspector(f"/ws/runs/{run_id}/?after={seen[-1]}", session)
+    await again.connect()
+    snapshot = await receive(again)
+    assert snapshot["seq"] == 3
+    assert snapshot["state"]["context"]["interview_complete"] is False
+    rest = [(await receive(again))["seq"] for _ in range(5)]
+    assert seen + rest == list(range(1, 9))
+    assert await again.receive_nothing(timeout=0.2)
+    await again.disconnect()
+
+
+async def test_a_dropped_group_message_is_refilled_from_the_log():
+    session, run_id, _ = await sync_to_async(_setup)()
+    comm = inspector(f"/ws/runs/{run_id}/", session)
+    await comm.connect()
+    await receive(comm)
+    # Store two events without broadcasting them (the layer "lost" them), then a third live one.
+    original = services._broadcast_events
+    services._broadcast_events = lambda run, messages: None
+    try:
+        await post(run_id, demo_events()[:2])
+    finally:
+        services._broadcast_events = original
+    await post(run_id, demo_events()[2:3])
+    assert [(await receive(comm))["seq"] for _ in range(3)] == [1, 2, 3]
+    assert await comm.receive_nothing(timeout=0.2)
+    await comm.disconnect()
+
+
+async def test_run_list_socket_announces_starts_and_status_changes():
+    session, _, _ = await sync_to_async(_setup)()
+    comm = inspector("/ws/runs/", session)
+    assert (await comm.connect())[0]
+    started = await sync_to_async(services.run_start)(
+        workflow_name="Generator", enterprise_id="globex"
+    )
+    message = await receive(comm)
+    assert message["type"] == "run" and message["run"]["id"] == started.run.pk
+    await post(started.run.pk, [{"type": "run_status", "status": "completed"}])
+    message = await receive(comm)
+    assert (message["run"]["id"], message["run"]["status"], message["run"]["event_count"]) == (
+        started.run.pk,
+        "completed",
+        1,
+    )
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize(
+    ("who", "origin"),
+    [
+        pytest.param("anonymous", True, id="anonymous"),
+        pytest.param("non-staff", True, id="non-staff"),
+        pytest.param("staff", False, id="missing-origin"),
+    ],
+)
+async def test_inspector_sockets_refuse_outsiders(who, origin):
+    session, run_id, _ = await sync_to_async(_setup)(staff=who != "non-staff")
+    for path in (f"/ws/runs/{run_id}/", "/ws/runs/"):
+        comm = inspector(path, None if who == "anonymous" else session, origin=origin)
+        connected, _ = await comm.connect()
+        assert not connected, path
+        await comm.disconnect()
+
+
+async def test_cross_origin_inspector_is_refused():
+    session, run_id, _ = await sync_to_async(_setup)()
+    comm = WebsocketCommunicator(
+        application,
+        f"/ws/runs/{run_id}/",
+        headers=[(b"origin", b"http://evil.example"), (b"cookie", f"sessionid={session}".encode())],
+    )
+    assert not (await comm.connect())[0]
+
+
+async def test_unknown_run_and_bad_after_get_an_error_message():
+    session, run_id, _ = await sync_to_async(_setup)()
+    for path, fragment in (
+        ("/ws/runs/nope/", "run_id"),
+        (f"/ws/runs/{run_id}/?after=x", "after"),
+        (f"/ws/runs/{run_id}/?after=99", "at"),
+    ):
+        comm = inspector(path, session)
+        await comm.connect()
+        message = await receive(comm)
+        assert message["type"] == "error" and message["error"].startswith(fragment), message
+        await comm.disconnect()
+
+
+async def test_ingest_over_websocket_acks_each_event_after_commit():
+    session, run_id, secret = await sync_to_async(_setup)()
+    watcher = inspector(f"/ws/runs/{run_id}/", session)
+    await watcher.connect()
+    await receive(watcher)
+    ingest = WebsocketCommunicator(application, f"/ws/ingest/{run_id}/?token={secret}")
+    assert (await ingest.connect())[0]
+    acks = []
+    for event in demo_events():
+        await ingest.send_json_to(event)
+        acks.append(await ingest.receive_json_from(timeout=5))
+    assert [a["seq"] for a in acks] == list(range(1, 9))
+    assert acks[4]["flips"][0]["name"] == "interview_complete"
+    assert await sync_to_async(RunEvent.objects.filter(run_id=run_id).count)() == 8
+    assert [(await receive(watcher))["seq"] for _ in range(8)] == list(range(1, 9))
+    # bad messages: an error naming the field, nothing stored
+    await ingest.send_to(text_data="{not json")
+    assert (await ingest.receive_json_from())["error"].startswith("message")
+    await ingest.send_json_to({"type": "agent_text", "text": "x"})
+    assert "agent" in (await ingest.receive_json_from())["error"]
+    await ingest.send_json_to({"type": "agent_text", "agent": "a", "text": "x", "seq": 20})
+    error = await ingest.receive_json_from()
+    assert error["status"] == 409 and error["expected_seq"] == 9
+    assert await sync_to_async(RunEvent.objects.filter(run_id=run_id).count)() == 8
+    await ingest.disconnect()
+    await watcher.disconnect()
+
+
+async def test_ingest_socket_refuses_bad_tokens_and_foreign_origins():
+    _, run_id, secret = await sync_to_async(_setup)()
+    for path, headers in (
+        (f"/ws/ingest/{run_id}/", []),
+        (f"/ws/ingest/{run_id}/?token=ca_00000000_{'x' * 43}", []),
+        (f"/ws/ingest/{run_id}/?token={secret}", [(b"origin", b"http://evil.example")]),
+    ):
+        comm = WebsocketCommunicator(application, path, headers=headers)
+        assert not (await comm.connect())[0], path
+    comm = WebsocketCommunicator(
+        application,
+        f"/ws/ingest/{run_id}/",
+        headers=[(b"authorization", f"Bearer {secret}".encode())],
+    )
+    assert (await comm.connect())[0]
+    await comm.disconnect()
