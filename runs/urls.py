@@ -1,0 +1,15 @@
+from django.urls import path
+
+from runs import api, views
+
+urlpatterns = [
+    path("api/runs/", api.run_start, name="api-run-start"),
+    path("api/runs/<str:run_id>/events/", api.run_events, name="api-run-events"),
+    path("api/runs/<str:run_id>/state/", api.run_state, name="api-run-state"),
+    # the inspector (staff sessions)
+    path("runs/", views.run_list, name="runs-list"),
+    path("runs/<str:run_id>/", views.run_detail, name="runs-detail"),
+    path("api/runs/<str:run_id>/resolve/", views.run_resolve, name="runs-resolve"),
+    path("workflows/<str:name>/preview/", views.workflow_preview, name="runs-workflow-preview"),
+    path("workflows/<str:name>/preview/fetch/", views.workflow_fetch, name="runs-workflow-fetch"),
+]
