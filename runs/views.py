@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -200,10 +201,10 @@ def workflow_preview(request: HttpRequest, name: str) -> HttpResponse:
             "enterprise_id": enterprise_id,
             "fields": fields,
             "errors": errors,
-            "rows": _preview_rows(config, built),
+            "rows": _preview_rows(config, built, mongo_configured=bool(settings.MONGODB_URI)),
             "handoffs": _preview_handoffs(config, built),
             "warnings": {env: built[env].warnings for env in ENVIRONMENTS},
-            "mongo_configured": services._mongo() is not None,
+            "mongo_configured": bool(settings.MONGODB_URI),
         },
     )
 
@@ -212,7 +213,9 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _preview_rows(config: ContextVariablesFile | None, built: Mapping[str, Any]) -> list[dict]:
+def _preview_rows(
+    config: ContextVariablesFile | None, built: Mapping[str, Any], *, mongo_configured: bool
+) -> list[dict]:
     """One row per variable: its category and its value + provenance in each environment."""
     described = {}
     if config is not None:
@@ -227,7 +230,7 @@ def _preview_rows(config: ContextVariablesFile | None, built: Mapping[str, Any])
         for environment in ENVIRONMENTS:
             context = built[environment]
             entry = dict(context.provenance.get(name) or {"status": "absent", "source": ""})
-            if category == "database" and entry.get("reason") == NO_MONGO_REASON:
+            if mongo_configured and entry.get("reason") == NO_MONGO_REASON:
                 entry["status"], entry["reason"] = "pending", "not looked up yet: fetch now"
             has_value = name in context.values
             cells.append(

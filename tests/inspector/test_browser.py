@@ -244,6 +244,21 @@ def test_event_filters_by_agent_and_type(page, live):
     expect(page.locator("#stream > li:visible")).to_contain_text("save_context_plan")
 
 
+def test_production_runs_show_suppressed_environment_variables(page, live):
+    reporter = live.reporter(environment="production")
+    open_run(page, reporter.run_id)
+    row = page.locator('#context tr[data-name="context_aware"]')
+    expect(row.locator("td.value")).to_have_text("(absent)")
+    expect(row.locator("td.provenance")).to_contain_text("$CONTEXT_AWARE")
+    expect(row.locator("td.provenance .badge")).to_have_text("suppressed")
+    expect(row.locator("td.provenance")).to_contain_text("suppressed in production")
+    database = page.locator('#context tr[data-name="concept_overview"] td.provenance')
+    expect(database).to_contain_text("db.autogen_ai_agents.Concepts.ConceptOverview")
+    expect(database.locator(".badge")).to_have_text("resolved")
+    static = page.locator('#context tr[data-name="product_tier"] td.provenance')
+    expect(static).to_have_text("static")
+
+
 def test_runs_list_shows_new_runs_and_their_progress_without_reload(page, live):
     page.goto("/runs/")
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
