@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import secrets
 from typing import Any
-from urllib.parse import quote
 
 import nested_admin
 from django.conf import settings
@@ -204,8 +203,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
                 "import_url": reverse(
                     "admin:contextadmin_workflow_import_into", args=[workflow.pk]
                 ),
-                # The inspector page belongs to the runs app (another issue).
-                "inspector_url": f"/workflows/{quote(workflow.name)}/preview/",
+                "inspector_url": reverse("runs-workflow-preview", args=[workflow.name]),
             }
         return super().change_view(request, object_id, form_url, extra_context)
 

@@ -67,7 +67,7 @@ def primitive_from_text(text: str, type_: str | None, *, blank_is_none: bool) ->
         return None
     if type_ == "boolean" and stripped.lower() in ("true", "false"):
         return stripped.lower() == "true"
-    if type_ == "integer" and re.fullmatch(r"[+-]?\d+", stripped):
+    if type_ == "integer" and re.fullmatch(r"[+-]?\d{1,300}", stripped):
         return int(stripped)
     if type_ == "number":
         try:
@@ -79,7 +79,20 @@ def primitive_from_text(text: str, type_: str | None, *, blank_is_none: bool) ->
     return stripped
 
 
-_POSITION = forms.HiddenInput()
+class PositionInput(forms.HiddenInput):
+    """The sortable position: anything but a small integer reads as empty.
+
+    nested_admin's ``formsetsort`` filter calls ``int()`` on the raw value when it renders.
+    """
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        value = super().value_from_datadict(data, files, name)
+        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value.strip()):
+            return value.strip()
+        return ""
+
+
+_POSITION = PositionInput()
 _DESCRIPTION = forms.Textarea(attrs={"rows": 1, "cols": 36})
 
 

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import strategies as st
 
 from contextadmin import selectors
 from contextadmin.models import Trigger, Variable, Workflow
@@ -774,3 +776,51 @@ def test_trigger_and_handoff_lists(staff_client: Client, generator: Workflow, na
 def test_admin_needs_a_staff_login(client: Client, generator: Workflow) -> None:
     response = client.get(change_url(generator))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+# -- property: whatever an operator types, the page answers (no 500) and saves only valid data --
+_EDITABLE = [
+    "declarative_variables-0-name",
+    "declarative_variables-1-value",
+    "declarative_variables-0-type",
+    "database_variables-0-collection",
+    "environment_variables-0-env_var",
+    "environment_variables-1-default",
+    "derived_variables-0-triggers-0-type",
+    "derived_variables-0-triggers-0-agent",
+    "derived_variables-0-triggers-0-count",
+    "derived_variables-0-position",
+]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # each example is a page round trip
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@example(edits={"derived_variables-0-position": ":"})
+@example(edits={"declarative_variables-1-value": "9" * 5000})
+@example(
+    edits={"declarative_variables-0-type": "number", "declarative_variables-0-value": "9" * 5000}
+)
+@example(
+    edits={"declarative_variables-0-type": "text", "derived_variables-0-triggers-0-count": "-1"}
+)
+@given(
+    edits=st.dictionaries(
+        st.sampled_from(_EDITABLE),
+        st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), max_size=30)
+        | st.sampled_from(["", "0", "-1", "true", "agent_text", "tool_response", "1e400", "${x}"]),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_input_is_answered_and_only_valid_definitions_are_saved(
+    staff_client: Client, generator: Workflow, edits: dict[str, str]
+) -> None:
+    data = page_data(staff_client, generator)
+    data.update(edits)
+    response = staff_client.post(change_url(generator), data)
+    assert response.status_code in (200, 302)
+    selectors.workflow_config(workflow=generator)  # what is stored is always valid

@@ -388,6 +388,13 @@ REJECTIONS = [
     ),
     pytest.param(lambda d: [d], "", "must be a JSON object", id="top-level-list"),
     pytest.param(lambda d: b"", "", "not valid JSON", id="empty-file"),
+    pytest.param(
+        lambda d: json.dumps(d).replace("25", "9" * 5000).encode(),
+        "",
+        "not valid JSON",
+        id="integer-too-long-to-decode",
+    ),
+    pytest.param(lambda d: b"[" * 100_000, "", "nested too deeply", id="nested-too-deeply"),
     pytest.param(_set(CV, []), CV, "must be an object", id="section-not-object"),
     pytest.param(_set("extra", 1), "extra", "unknown field", id="unknown-top-level-key"),
     pytest.param(

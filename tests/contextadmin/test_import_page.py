@@ -59,7 +59,9 @@ def test_invalid_file_shows_the_report_with_json_paths(
 
 
 @pytest.mark.parametrize(
-    "content", [b"{", b"\xff\xfe\x00", b"[1]"], ids=["truncated", "binary", "list"]
+    "content",
+    [b"{", b"\xff\xfe\x00", b"[1]", b"[" * 100_000, b'{"handoffs": ' + b"9" * 5000 + b"}"],
+    ids=["truncated", "binary", "list", "deep", "huge-integer"],
 )
 def test_unreadable_files_are_reported_not_crashing(staff_client: Client, content: bytes) -> None:
     response = upload(staff_client, IMPORT_URL, "New", content)
