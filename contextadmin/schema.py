@@ -486,8 +486,10 @@ def parse_config(data: Any) -> ParsedConfig:
     if isinstance(data, bytes | str):
         try:
             data = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, over-long integers
             raise ConfigError([ConfigIssue((), f"not valid JSON: {exc}")]) from None
+        except RecursionError:
+            raise ConfigError([ConfigIssue((), "the document is nested too deeply")]) from None
     data = _normalize(data, warnings)
     try:
         config = ContextVariablesFile.model_validate(data)
