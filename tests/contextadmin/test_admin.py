@@ -824,3 +824,28 @@ def test_any_input_is_answered_and_only_valid_definitions_are_saved(
     response = staff_client.post(change_url(generator), data)
     assert response.status_code in (200, 302)
     selectors.workflow_config(workflow=generator)  # what is stored is always valid
+
+
+def test_staff_with_workflow_permissions_edits_the_inlines(generator: Workflow) -> None:
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    user = get_user_model().objects.create_user("editor", password="x", is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_workflow", "change_workflow"])
+    )
+    client = Client()
+    client.force_login(user)
+    data = page_data(client, generator)
+    assert "derived_variables-0-triggers-0-agent" in data, "the nested inline is editable"
+    add_form(
+        data, "handoffs", source_agent="A", target_agent="B", condition="${interview_complete}"
+    )
+    response = client.post(change_url(generator), data)
+    assert response.status_code == 302
+    assert export(generator)["handoffs"][0]["target_agent"] == "B"
+    assert client.get(reverse("admin:contextadmin_variable_changelist")).status_code == 200
+    assert client.get(IMPORT_URL_NEW).status_code == 403  # adding workflows needs add_workflow
+
+
+IMPORT_URL_NEW = "/admin/contextadmin/workflow/import/"
