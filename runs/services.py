@@ -110,7 +110,7 @@ def token_check_workflow(*, token: ApiToken | None, workflow_name: str) -> None:
 _mongo_clients: dict[str, Any] = {}
 
 
-def _mongo() -> Any:
+def mongo_client_get() -> Any:
     """Return the process's MongoDB client (None when MONGODB_URI is unset)."""
     uri = settings.MONGODB_URI
     if not uri:
@@ -189,7 +189,7 @@ def run_start(
             workflow_name=workflow_name,
             enterprise_id=enterprise_id,
             environ=environ,
-            mongo=_mongo(),
+            mongo=mongo_client_get(),
         )
         values, provenance, warnings = (
             dict(built.values),

@@ -290,7 +290,7 @@ def workflow_fetch(request: HttpRequest, name: str) -> dict[str, Any]:
     variable = next((v for v in section.database_variables if v.name == variable_name), None)
     if variable is None:
         raise BadRequest(f"variable: {variable_name[:64]!r} is not a database variable of {name}")
-    mongo = services._mongo()
+    mongo = services.mongo_client_get()
     if mongo is None:
         database, collection, _, field = database_source(
             variable, default_database=section.database_name
