@@ -260,7 +260,6 @@ class WorkflowCheck:
         self.workflow = workflow
         self.formsets = {formset.key: formset for formset in formsets}
         self.formset_errors: dict[str, list[str]] = defaultdict(list)
-        self.issues: list[schema.ConfigIssue] = []
         self._done = False
         for formset in formsets:
             formset.workflow_check = self
@@ -293,7 +292,6 @@ class WorkflowCheck:
         try:
             schema.parse_config(document)
         except schema.ConfigError as exc:
-            self.issues = exc.issues
             for issue in exc.issues:
                 self._place(issue, rows, triggers)
 
