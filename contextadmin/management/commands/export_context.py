@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from contextadmin.management.output import write_bytes
 from contextadmin.schema import ConfigError
 from contextadmin.selectors import ENVIRONMENTS, workflow_export, workflow_get
 
@@ -34,4 +35,5 @@ class Command(BaseCommand):
             except OSError as exc:
                 raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
         else:
-            self.stdout.write(data.decode("utf-8"), ending="")
+            write_bytes(self.stdout, data)
+

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from contextadmin.management.output import write_bytes
 from contextadmin.selectors import schema_export_bytes
 
 
@@ -22,4 +23,5 @@ class Command(BaseCommand):
             except OSError as exc:
                 raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
         else:
-            self.stdout.write(data.decode("utf-8"), ending="")
+            write_bytes(self.stdout, data)
+
