@@ -336,8 +336,10 @@ class Inspector(threading.Thread):
         drop_max: int = 60,
         max_connects: int = 2_000,
         sample: set[int] | None = None,
+        after: int | None = None,
     ) -> None:
         super().__init__(daemon=True)
+        self.first_after = after
         self.ws_base = ws_base
         self.run_id = run_id
         self.session = session
@@ -381,7 +383,7 @@ class Inspector(threading.Thread):
                 backoff = min(backoff * 2, 0.5)
 
     def _session_once(self) -> None:
-        after = self.last_seq if self._had_snapshot else None
+        after = self.last_seq if self._had_snapshot else self.first_after
         query = "" if after is None else f"?after={after}"
         base = self.ws_base()
         with connect(
@@ -391,7 +393,7 @@ class Inspector(threading.Thread):
                 "Cookie": f"sessionid={self.session}",
             },
             open_timeout=5,
-            close_timeout=1,
+            close_timeout=0.1,
         ) as ws:
             snapshot = json.loads(ws.recv(timeout=5))
             if snapshot.get("type") != "snapshot":
@@ -400,7 +402,7 @@ class Inspector(threading.Thread):
             self.connects += 1
             self.connected.set()
             context = snapshot["state"]["context"]
-            if after is None:
+            if not self._had_snapshot:
                 self._had_snapshot = True
                 self.snapshot_seq = snapshot["seq"]
                 self.context = copy.deepcopy(context)
