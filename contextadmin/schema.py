@@ -137,6 +137,8 @@ def _primitive_of_type(value: Any, info: ValidationInfo) -> Any:
         raise ValueError(
             f"must be {_article(type_)} (the declared type), got {json_type_name(value)}"
         )
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(INT64_MESSAGE)
     return value
 
 
@@ -452,6 +454,53 @@ def _dedupe(issues: list[ConfigIssue]) -> list[ConfigIssue]:
 
 
 # -- parsing ----------------------------------------------------------------------------------
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT64_MESSAGE = "must fit in a signed 64-bit integer (JSON consumers and databases cap it)"
+MAX_UNSTORABLE_ISSUES = 20
+
+
+def _string_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which databases cannot store"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (\\ud800-\\udfff): not valid Unicode text"
+    return None
+
+
+def _unstorable(data: Any) -> list[ConfigIssue]:
+    """Find strings (and keys) no UTF-8 file or database can hold, and over-long integers.
+
+    Checked before anything else, so no later message, page or export has to render them.
+    """
+    issues: list[ConfigIssue] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while stack and len(issues) < MAX_UNSTORABLE_ISSUES:
+        loc, value = stack.pop()
+        if isinstance(value, str):
+            problem = _string_problem(value)
+            if problem:
+                issues.append(ConfigIssue(loc, problem))
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if not INT64_MIN <= value <= INT64_MAX:
+                issues.append(ConfigIssue(loc, INT64_MESSAGE))
+        elif isinstance(value, Mapping):
+            children: list[tuple[tuple[str | int, ...], Any]] = []
+            for key, child in value.items():
+                problem = _string_problem(key) if isinstance(key, str) else None
+                if problem:
+                    shown = key.encode("utf-8", "backslashreplace").decode()
+                    shown = shown.replace("\x00", "\\x00")
+                    issues.append(ConfigIssue((*loc, shown), f"this key {problem}"))
+                else:
+                    children.append(((*loc, key), child))
+            stack.extend(reversed(children))
+        elif isinstance(value, list | tuple):
+            stack.extend(reversed([((*loc, index), child) for index, child in enumerate(value)]))
+    return issues
+
+
 def _normalize(data: Any, warnings: list[str]) -> Any:
     """Accept the legacy ``variables`` key (warn, ignore) and flat ``derived_variables``."""
     if not isinstance(data, Mapping):
@@ -490,6 +539,9 @@ def parse_config(data: Any) -> ParsedConfig:
             raise ConfigError([ConfigIssue((), f"not valid JSON: {exc}")]) from None
         except RecursionError:
             raise ConfigError([ConfigIssue((), "the document is nested too deeply")]) from None
+    unstorable = _unstorable(data)
+    if unstorable:
+        raise ConfigError(unstorable)
     data = _normalize(data, warnings)
     try:
         config = ContextVariablesFile.model_validate(data)
