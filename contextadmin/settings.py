@@ -25,6 +25,9 @@ env = environ.Env(
     REDIS_URL=(str, ""),
     API_MAX_BODY_BYTES=(int, 1_048_576),
     API_MAX_EVENTS_PER_BATCH=(int, 1000),
+    API_MAX_RUNNING_RUNS_PER_TOKEN=(int, 1000),
+    API_MAX_SOCKETS_PER_TOKEN=(int, 200),
+    API_RATE_LIMIT_PER_MINUTE=(int, 60_000),
 )
 
 DEBUG = env("DJANGO_DEBUG")
@@ -146,6 +149,12 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = env("API_MAX_BODY_BYTES")
 # A workflow page posts ~10 fields per variable; the byte limit above still bounds the request.
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 100_000
 API_MAX_EVENTS_PER_BATCH = env("API_MAX_EVENTS_PER_BATCH")
+# Per API token (0 disables each): runs not yet ended, open ingest sockets per Daphne process,
+# and a token bucket of requests (HTTP API calls and socket connects), shared through Redis
+# when REDIS_URL is set (runs/ratelimit.py).
+API_MAX_RUNNING_RUNS_PER_TOKEN = env("API_MAX_RUNNING_RUNS_PER_TOKEN")
+API_MAX_SOCKETS_PER_TOKEN = env("API_MAX_SOCKETS_PER_TOKEN")
+API_RATE_LIMIT_PER_MINUTE = env("API_RATE_LIMIT_PER_MINUTE")
 
 # The context engine's inputs (seed 000 "Runtime Loading").
 ENVIRONMENT = env("ENVIRONMENT")
