@@ -3,12 +3,18 @@
 An inspector gets a snapshot, then every later event in order. It joins the run's group
 *before* reading the log, and drops anything at or below the last seq it sent, so events that
 commit while the snapshot is read are neither lost nor duplicated. A group message whose seq
-jumps ahead (the layer dropped one) makes it re-read the log from its last seq.
+jumps ahead (the layer dropped one) makes it re-read the log from its last seq. A dropped *tail*
+shows no gap, and a layer may forget a member (in-memory expiry, a Redis restart), so the
+consumer also re-joins its group and re-reads the log on every ping and on an idle timer
+(docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -17,18 +23,23 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.conf import settings
 
-from runs import selectors, services
-from runs.api import bearer_secret
-from runs.errors import ApiError
+from runs import ratelimit, selectors, services
+from runs.api import bearer_secret, json_decode, token_rate_check
+from runs.errors import ApiError, RateLimited
 from runs.models import ApiToken
 
 logger = logging.getLogger(__name__)
 
 CATCH_UP_CHUNK = 500
+RESYNC_INTERVAL_S = 5.0  # idle check after events arrived...
+RESYNC_MAX_INTERVAL_S = 60.0  # ...backing off to this while the run is quiet
+PING_RESYNC_MIN_S = 1.0  # pings re-read the log at most this often
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHORIZED = 4401
+CLOSE_TOO_MANY = 4429
+TOKEN_RECHECK_S = 1.0  # an open ingest socket notices a revoked token within this long
 
 
 def _query(scope: dict[str, Any]) -> dict[str, str]:
@@ -44,7 +55,14 @@ def _is_staff(scope: dict[str, Any]) -> bool:
 class RunConsumer(AsyncWebsocketConsumer):
     """``/ws/runs/<run_id>/?after=<seq>``: snapshot, then every later event exactly once."""
 
+    resync_interval = RESYNC_INTERVAL_S
+    resync_max_interval = RESYNC_MAX_INTERVAL_S
+
     async def connect(self) -> None:
+        # One sender at a time: group messages, pings and the idle timer all send events.
+        self._lock = asyncio.Lock()
+        self._resync_task: asyncio.Task[None] | None = None
+        self._last_resync = 0.0
         if not _is_staff(self.scope):
             await self.close(code=CLOSE_FORBIDDEN)
             return
@@ -65,32 +83,72 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.last_seq = snapshot["seq"]
         await self.send(text_data=services.dumps(snapshot))
         await self._catch_up()
+        self._resync_task = asyncio.ensure_future(self._resync_periodically())
 
     async def disconnect(self, code: int) -> None:
+        task = getattr(self, "_resync_task", None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Inspectors only listen; a ping gets a pong with the last seq (a liveness check)."""
+        """Inspectors only listen; a ping gets a pong with the last seq (a liveness check).
+
+        The pong comes after re-reading the log, so a client that pings sees any events the
+        layer dropped (the inspector page pings every 20 s).
+        """
         if text_data and len(text_data) < 200 and '"ping"' in text_data:
+            due = time.monotonic() - self._last_resync >= PING_RESYNC_MIN_S
+            if self._resync_task is not None and due:
+                async with self._lock:
+                    await self._resync()
             await self.send(text_data=services.dumps({"type": "pong", "seq": self.last_seq}))
 
     async def run_events(self, message: dict[str, Any]) -> None:
-        for seq, text in message["items"]:
-            if seq <= self.last_seq:
-                continue
-            if seq > self.last_seq + 1:
-                logger.info(
-                    "run %s inspector saw a gap (%s -> %s); resyncing",
-                    self.run_id,
-                    self.last_seq,
-                    seq,
-                )
-                await self._catch_up()
+        async with self._lock:
+            for seq, text in message["items"]:
                 if seq <= self.last_seq:
                     continue
-            await self.send(text_data=text)
-            self.last_seq = seq
+                if seq > self.last_seq + 1:
+                    logger.info(
+                        "run %s inspector saw a gap (%s -> %s); resyncing",
+                        self.run_id,
+                        self.last_seq,
+                        seq,
+                    )
+                    await self._catch_up()
+                    if seq <= self.last_seq:
+                        continue
+                await self.send(text_data=text)
+                self.last_seq = seq
+
+    async def _resync(self) -> None:
+        """Re-join the run's group (idempotent) and send what the log has past ``last_seq``."""
+        self._last_resync = time.monotonic()
+        try:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        except Exception:  # the log is still read; the next resync joins again
+            logger.warning("run %s inspector: group re-join failed", self.run_id, exc_info=True)
+        await self._catch_up()
+
+    async def _resync_periodically(self) -> None:
+        """The idle check: resync ``resync_interval`` s after events arrived, then less often
+        (doubling up to ``resync_max_interval`` s) while nothing changes."""
+        delay, seen = self.resync_interval, self.last_seq
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                async with self._lock:
+                    await self._resync()
+            except Exception:  # never close the socket for this: the next round tries again
+                logger.warning("run %s inspector resync failed", self.run_id, exc_info=True)
+            if self.last_seq != seen:
+                delay, seen = self.resync_interval, self.last_seq
+            else:
+                delay = min(delay * 2, self.resync_max_interval)
 
     @database_sync_to_async
     def _snapshot(self, after: int | None) -> dict[str, Any]:
@@ -149,14 +207,39 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHORIZED)
             return
         try:
+            await database_sync_to_async(token_rate_check)(self.token)
             run = await database_sync_to_async(selectors.run_get)(run_id=self.run_id)
             services.token_check_workflow(token=self.token, workflow_name=run.workflow_name)
+            self.slot_key = ratelimit.token_key(self.token)
+            if not ratelimit.socket_acquire(key=self.slot_key):
+                del self.slot_key
+                limit = settings.API_MAX_SOCKETS_PER_TOKEN
+                raise RateLimited(
+                    f"token: {limit} ingest sockets already open, at most {limit} "
+                    "(API_MAX_SOCKETS_PER_TOKEN); close one first"
+                )
         except ApiError as exc:
             await self.accept()
-            await self.send_json({"type": "error", **exc.as_dict()})
-            await self.close(code=CLOSE_FORBIDDEN if exc.status == 403 else CLOSE_NOT_FOUND)
+            await self.send_json({"type": "error", "status": exc.status, **exc.as_dict()})
+            codes = {403: CLOSE_FORBIDDEN, 404: CLOSE_NOT_FOUND, 429: CLOSE_TOO_MANY}
+            await self.close(code=codes.get(exc.status, CLOSE_BAD_REQUEST))
             return
+        self.token_checked_at = time.monotonic()
         await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "slot_key"):
+            ratelimit.socket_release(key=self.slot_key)
+            del self.slot_key
+
+    async def _token_revoked(self) -> bool:
+        """Re-read the token at most every TOKEN_RECHECK_S: revoking it closes open sockets."""
+        now = time.monotonic()
+        if now - self.token_checked_at < TOKEN_RECHECK_S:
+            return False
+        self.token_checked_at = now
+        live = ApiToken.objects.filter(pk=self.token.pk, revoked=False)  # type: ignore[union-attr]
+        return not await live.aexists()
 
     def _origin_allowed(self) -> bool:
         # Runtimes send no Origin; a browser page that does must be one of ours.
@@ -171,13 +254,19 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
         return True
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if await self._token_revoked():
+            await self.send_json(
+                {"type": "error", "status": 401, "error": "Authorization: token revoked"}
+            )
+            await self.close(code=CLOSE_UNAUTHORIZED)
+            return
         if text_data is None:
             await self.send_json({"type": "error", "error": "message: send JSON text frames"})
             return
         try:
-            event = orjson.loads(text_data)
-        except orjson.JSONDecodeError as exc:
-            await self.send_json({"type": "error", "error": f"message: not valid JSON ({exc})"})
+            event = json_decode(text_data, what="message")
+        except ApiError as exc:
+            await self.send_json({"type": "error", "status": exc.status, **exc.as_dict()})
             return
         try:
             result = await database_sync_to_async(services.event_ingest)(
