@@ -14,8 +14,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from runs import selectors, services
-from runs.errors import ApiError, BadRequest, Forbidden, TooLarge, Unauthorized
+from runs import ratelimit, selectors, services
+from runs.errors import ApiError, BadRequest, Forbidden, RateLimited, TooLarge, Unauthorized
 from runs.models import ApiToken
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ def caller_authenticate(request: HttpRequest, *, allow_session: bool) -> Caller:
         token = services.api_token_authenticate(secret=secret) if secret else None
         if token is None:
             raise Unauthorized("Authorization: invalid or revoked token")
+        token_rate_check(token)
         return Caller(token=token)
     user = getattr(request, "user", None)
     if allow_session and user is not None and user.is_authenticated:
@@ -56,6 +57,25 @@ def caller_authenticate(request: HttpRequest, *, allow_session: bool) -> Caller:
             raise Forbidden("staff access required")
         return Caller(staff=True)
     raise Unauthorized("Authorization: a Bearer token is required")
+
+
+def token_rate_check(token: ApiToken) -> None:
+    """Take one request from the token's bucket; raise RateLimited (429) when it is empty."""
+    decision = ratelimit.request_allow(key=ratelimit.token_key(token))
+    if not decision.allowed:
+        raise RateLimited(
+            f"token: over its rate limit of {decision.limit} requests a minute "
+            f"(API_RATE_LIMIT_PER_MINUTE); retry after {decision.retry_after}s",
+            retry_after=decision.retry_after,
+        )
+
+
+def error_response(exc: ApiError) -> HttpResponse:
+    """Render an ApiError as JSON, with Retry-After when it says when to come back."""
+    response = json_response(exc.as_dict(), status=exc.status)
+    if "retry_after" in exc.extra:
+        response["Retry-After"] = str(exc.extra["retry_after"])
+    return response
 
 
 def api_view(*, allow_session: bool) -> Callable[..., Callable[..., HttpResponse]]:
@@ -68,7 +88,7 @@ def api_view(*, allow_session: bool) -> Callable[..., Callable[..., HttpResponse
                 caller = caller_authenticate(request, allow_session=allow_session)
                 status, data = view(request, caller, *args, **kwargs)
             except ApiError as exc:
-                return json_response(exc.as_dict(), status=exc.status)
+                return error_response(exc)
             return json_response(data, status=status)
 
         return wrapper
@@ -88,13 +108,41 @@ def read_json_body(request: HttpRequest) -> dict[str, Any]:
     body = request.read(limit + 1)
     if len(body) > limit:
         raise TooLarge(f"body: more than {limit} bytes")
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"body: not valid JSON ({exc})") from None
+    data = json_decode(body, what="body")
     if not isinstance(data, dict):
         raise BadRequest("body: must be a JSON object")
     return data
+
+
+def json_decode(data: bytes | str, *, what: str) -> Any:
+    """Decode JSON a client sent as ``what`` (named in errors), refusing what cannot be stored.
+
+    orjson already refuses invalid UTF-8, lone surrogates, NaN and nesting beyond 1024 levels;
+    NUL characters (``\\u0000``) are refused here: PostgreSQL cannot store them in text or jsonb.
+    """
+    try:
+        decoded = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"{what}: not valid JSON ({exc})") from None
+    marker = "\\u0000" if isinstance(data, str) else b"\\u0000"
+    if marker in data and _has_nul(decoded):
+        raise BadRequest(f"{what}: contains a NUL character (\\u0000), which cannot be stored")
+    return decoded
+
+
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 RUN_START_FIELDS = {"workflow", "enterprise_id", "run_id", "environment", "context"}

@@ -20,10 +20,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextadmin.models import Workflow
-from contextadmin.schema import ContextVariablesFile, config_export_bytes, parse_config
+from contextadmin.schema import ConfigError, ContextVariablesFile, config_export_bytes, parse_config
 from contextadmin.selectors import workflow_config
 from runs.engine import DerivedContextManager, EventError, RunState, build_context, validate_event
-from runs.errors import BadRequest, Conflict, Forbidden, NotFound
+from runs.errors import BadRequest, Conflict, Forbidden, NotFound, RateLimited
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 
 logger = logging.getLogger(__name__)
@@ -178,7 +178,14 @@ def run_start(
                 existing, workflow_name=workflow_name, enterprise_id=enterprise_id
             )
 
-    config = workflow_config(workflow=workflow)
+    _token_runs_check(token)
+    try:
+        config = workflow_config(workflow=workflow)
+    except ConfigError as exc:  # stored before a rule tightened: the admin shows what to fix
+        raise Conflict(
+            f"workflow: the definitions of {workflow_name} break the format; fix them in the admin",
+            issues=[{"path": issue.path, "message": issue.message} for issue in exc.issues],
+        ) from None
     definitions_bytes = config_export_bytes(config)
     definitions = orjson.loads(definitions_bytes)
     manager = DerivedContextManager(config)
@@ -215,6 +222,7 @@ def run_start(
         warnings = []
     state = RunState(config, values)
     with transaction.atomic():
+        _token_runs_check(token, lock=True)
         run = Run.objects.create(
             **({"id": run_id} if run_id else {}),
             workflow=workflow,
@@ -232,6 +240,22 @@ def run_start(
         transaction.on_commit(lambda: _broadcast_run(run))
     logger.info("run %s started for %s/%s (%s)", run.pk, workflow_name, enterprise_id, environment)
     return StartedRun(run=run, created=True)
+
+
+def _token_runs_check(token: ApiToken | None, *, lock: bool = False) -> None:
+    """Refuse a start while the token has API_MAX_RUNNING_RUNS_PER_TOKEN runs not yet ended."""
+    limit = settings.API_MAX_RUNNING_RUNS_PER_TOKEN
+    if token is None or not limit:
+        return
+    if lock:  # serialize this token's starts (PostgreSQL; SQLite write transactions already are)
+        list(ApiToken.objects.select_for_update().filter(pk=token.pk).values_list("pk"))
+    running = Run.objects.filter(token=token).exclude(status__in=TERMINAL_STATUSES).count()
+    if running >= limit:
+        raise RateLimited(
+            f"token: {running} of its runs have not ended, at most {limit} "
+            "(API_MAX_RUNNING_RUNS_PER_TOKEN); end one with a run_status event "
+            "(completed, failed or cancelled) first"
+        )
 
 
 def _run_start_retry(existing: Run, *, workflow_name: str, enterprise_id: str) -> StartedRun:
@@ -258,7 +282,9 @@ def _validated_events(events: Any) -> list[dict[str, Any]]:
         raise BadRequest("events: must hold at least one event")
     limit = settings.API_MAX_EVENTS_PER_BATCH
     if len(events) > limit:
-        raise BadRequest(f"events: {len(events)} events in one batch, at most {limit}")
+        raise BadRequest(
+            f"events: {len(events)} events in one batch, at most {limit} (API_MAX_EVENTS_PER_BATCH)"
+        )
     for index, event in enumerate(events):
         if not isinstance(event, dict):
             raise BadRequest(f"events[{index}]: must be an object")

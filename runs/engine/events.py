@@ -109,7 +109,10 @@ def validate_event(event: Any) -> list[str]:
     sender_given = event.get("agent", event.get("sender"))
     sender = event_sender(event)
     sender_field = "agent" if "agent" in event or "sender" not in event else "sender"
-    if sender_given is not None and sender is None:
+    sender_problem = _json_problem(sender_field, sender_given)
+    if sender_problem:  # e.g. an object sender nested too deeply to store
+        problems.append(sender_problem)
+    elif sender_given is not None and sender is None:
         problems.append(f"{sender_field}: must be a name (a string, or an object with a name)")
     elif sender is not None:
         problem = _identifier_problem(sender_field, sender, required_for=None)

@@ -33,6 +33,14 @@ __all__ = [
 _REFERENCE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 _SYSTEM_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 _SYSTEM_FIELD = re.compile(r"([A-Za-z_]\w*)(![rsa])?(:[^{}]*)?")
+FORMAT_WIDTH_MAX = 1_000  # a wider ``:spec`` (``{x:>99999999}``) is left as written
+
+
+def _oversized_spec(spec: str) -> bool:
+    """Tell whether a format spec asks for a width or precision beyond FORMAT_WIDTH_MAX."""
+    return any(
+        len(digits) > 4 or int(digits) > FORMAT_WIDTH_MAX for digits in re.findall(r"\d+", spec)
+    )
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,11 @@ def resolve_system_message(template: str, variables: Mapping[str, Any]) -> Resol
             return token[0]
         spec = match.group(1)
         parsed = _SYSTEM_FIELD.fullmatch(spec)
-        if parsed is not None and parsed.group(1) in variables:
+        if (
+            parsed is not None
+            and parsed.group(1) in variables
+            and not _oversized_spec(parsed.group(3) or "")
+        ):
             name = parsed.group(1)
             try:
                 return token.format_map({name: variables[name]})
