@@ -27,6 +27,16 @@ from websockets.sync.client import connect
 from runs.client import RunReporter
 from tests.support.processes import Daphne, manage
 
+PROJECT = Path(__file__).resolve().parents[2]
+DEMO_CONFIG = PROJECT / "contextadmin" / "demo" / "context_variables.json"
+
+
+def demo_config() -> dict[str, Any]:
+    """The Generator demo workflow's context_variables.json."""
+    config: dict[str, Any] = json.loads(DEMO_CONFIG.read_text())
+    return config
+
+
 # -- a seeded server stack ---------------------------------------------------------------------
 
 

@@ -23,8 +23,7 @@ from channels.testing import WebsocketCommunicator
 from contextadmin.asgi import application
 from runs import services
 from runs.consumers import RunConsumer
-from tests.reliability.helpers import varied_events
-from tests.runs.conftest import demo_config
+from tests.reliability.helpers import demo_config, varied_events
 from tests.support.processes import Redis
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis]

@@ -1,0 +1,173 @@
+"""A dependency is down: MongoDB at run start, Redis during a run.
+
+MongoDB: the run still starts, within the configured ``MONGODB_TIMEOUT_MS``; its database
+variables are ``unresolved`` with the reason, in the API answer and in the inspector's snapshot.
+Redis: ingest still commits and answers; the failed broadcasts are logged; inspectors cannot
+stay connected while it is down, and once it is back they resume with ``?after=`` and get every
+event exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from contextadmin.asgi import application
+from runs import services
+from tests.reliability.helpers import (
+    Inspector,
+    RecordingReporter,
+    demo_config,
+    http_json,
+    varied_events,
+    wait_until,
+)
+from tests.support.processes import Redis
+
+TIMEOUT_MS = 500
+DATABASE_VARIABLE = "concept_overview"  # the demo workflow's one database variable
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts TCP connections (the kernel's backlog) and never says a word."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port nobody listens on (connections are refused at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _staff_session() -> str:
+    user = get_user_model().objects.create_user("op", password="pw-12345678", is_staff=True)
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+async def _snapshot(run_id: str, session: str) -> dict:
+    comm = WebsocketCommunicator(
+        application,
+        f"/ws/runs/{run_id}/",
+        headers=[(b"origin", b"http://testserver"), (b"cookie", f"sessionid={session}".encode())],
+    )
+    connected, _ = await comm.connect()
+    assert connected
+    snapshot = json.loads(await comm.receive_from(timeout=5))
+    await comm.disconnect()
+    return snapshot
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("mongo", ["silent", "refused"])
+def test_run_starts_within_the_mongodb_timeout_with_unresolved_database_variables(
+    mongo, request, settings, client
+):
+    from contextadmin.services import workflow_import
+
+    port = request.getfixturevalue(f"{'silent' if mongo == 'silent' else 'closed'}_port")
+    uri = f"mongodb://127.0.0.1:{port}/"
+    settings.MONGODB_URI = uri
+    settings.MONGODB_TIMEOUT_MS = TIMEOUT_MS
+    workflow_import(name="Generator", data=demo_config())
+    _, secret = services.api_token_create(name="rt")
+    session = _staff_session()
+    try:
+        started = time.monotonic()
+        response = client.post(
+            "/api/runs/",
+            data=json.dumps({"workflow": "Generator", "enterprise_id": "acme"}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {secret}",
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        mongo_client = services._mongo_clients.pop(uri, None)
+        if mongo_client is not None:
+            mongo_client.close()
+    assert response.status_code == 201, response.content
+    # One bounded wait for the whole look-up (not one per variable or group), plus overhead.
+    assert elapsed < TIMEOUT_MS / 1000 + 1.5, f"run start took {elapsed:.2f}s"
+    body = response.json()
+    provenance = body["state"]["provenance"][DATABASE_VARIABLE]
+    assert provenance["status"] == "unresolved"
+    assert provenance["category"] == "database"
+    assert provenance["reason"].startswith("MongoDB unreachable"), provenance
+    assert DATABASE_VARIABLE not in body["state"]["state"]["context"]
+
+    snapshot = async_to_sync(_snapshot)(body["run_id"], session)
+    assert snapshot["type"] == "snapshot"
+    assert snapshot["provenance"][DATABASE_VARIABLE] == provenance
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_redis_outage_ingest_commits_and_inspectors_resync_when_it_returns(sqlite_stack, tmp_path):
+    per_phase = 20
+    total = 3 * per_phase
+    redis = Redis(workdir=tmp_path).start()
+    inspector: Inspector | None = None
+    try:
+        stack = sqlite_stack
+        server = stack.start_daphne(REDIS_URL=redis.url)
+        reporter = RecordingReporter(server.url, stack.secret, batch_size=5, flush_interval=60)
+        run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+        inspector = Inspector(
+            lambda: server.ws_url, run_id, stack.session, until=total, deadline_s=60
+        )
+        inspector.start()
+        assert inspector.connected.wait(10)
+        events = varied_events(total)
+
+        for event in events[:per_phase]:
+            reporter.event(**event)
+        reporter.flush()
+        assert wait_until(lambda: inspector.last_seq == per_phase, timeout=10), inspector.seqs[-3:]
+
+        redis.stop()  # Redis down: the events are still committed and acknowledged
+        started = time.monotonic()
+        for event in events[per_phase : 2 * per_phase]:
+            reporter.event(**event)
+        reporter.flush()
+        assert time.monotonic() - started < 5
+        assert reporter.last_acked_seq == 2 * per_phase
+        status, state = http_json(
+            "GET", f"{server.url}/api/runs/{run_id}/state/", token=stack.secret
+        )
+        assert status == 200 and state["seq"] == 2 * per_phase
+        assert f"broadcast to run.{run_id} failed" in stack.logs()
+        time.sleep(0.5)
+        assert inspector.last_seq == per_phase  # no way to hear of them while Redis is down
+
+        redis = Redis(workdir=tmp_path, port=redis.port).start()  # back, empty, same address
+        for event in events[2 * per_phase :]:
+            reporter.event(**event)
+        reporter.close()
+        inspector.finish(timeout=30)
+        assert inspector.errors == []
+        assert inspector.seqs == list(range(1, total + 1))
+        assert inspector.connects >= 2
+        assert inspector.failed_connects >= 1  # it retried while Redis was down
+    finally:
+        if inspector is not None:
+            inspector.stop_flag.set()
+            inspector.join(timeout=5)
+        redis.stop()
