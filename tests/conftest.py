@@ -4,4 +4,8 @@ from pathlib import Path
 
 (Path(__file__).resolve().parents[1] / "var").mkdir(exist_ok=True)  # the file test database
 
-pytest_plugins: list[str] = ["tests.support.mongo", "tests.support.live_server"]
+pytest_plugins: list[str] = [
+    "tests.support.mongo",
+    "tests.support.live_server",
+    "tests.support.browser",
+]

@@ -17,19 +17,9 @@ from typing import Any
 import pytest
 
 from runs.client import RunReporter
+from tests.support.demo import demo_config
 from tests.support.processes import PROJECT, Daphne, manage, server_env
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-DEMO = PROJECT / "contextadmin" / "demo"
 OUTPUT = PROJECT / "test-output"
 STAFF = ("inspector", "inspector-pw-8472")
 ROUTED_HANDOFFS = [
@@ -46,15 +36,6 @@ ROUTED_HANDOFFS = [
         "description": "",
     },
 ]
-
-
-def demo_config() -> dict[str, Any]:
-    return json.loads((DEMO / "context_variables.json").read_text())
-
-
-def demo_events() -> list[dict[str, Any]]:
-    lines = (DEMO / "run_events.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
 
 
 @dataclass
@@ -97,7 +78,9 @@ def live(tmp_path_factory: pytest.TempPathFactory, mongo_server: Any) -> Iterato
     manage(env, "import_context", str(routed), "--workflow", "Routed")
     user, password = STAFF
     manage(
-        env, "shell", "-c",
+        env,
+        "shell",
+        "-c",
         "from django.contrib.auth import get_user_model; "
         f"get_user_model().objects.create_user({user!r}, password={password!r}, is_staff=True)",
     )
@@ -107,18 +90,6 @@ def live(tmp_path_factory: pytest.TempPathFactory, mongo_server: Any) -> Iterato
         yield LiveServer(url=daphne.url, env=env, secret=secret, workdir=workdir)
     finally:
         daphne.stop()
-
-
-@pytest.fixture(scope="session")
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="session")

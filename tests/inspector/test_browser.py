@@ -12,7 +12,8 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from tests.inspector.conftest import OUTPUT, PROJECT, demo_events, wait_until
+from tests.inspector.conftest import OUTPUT, PROJECT, wait_until
+from tests.support.demo import demo_events
 
 pytestmark = pytest.mark.browser
 

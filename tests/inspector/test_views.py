@@ -7,7 +7,7 @@ import urllib.parse
 import pytest
 from django.test import override_settings
 
-from tests.inspector.conftest import demo_config, demo_events
+from tests.support.demo import demo_config, demo_events
 
 pytestmark = pytest.mark.django_db
 

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-DEMO = Path(__file__).resolve().parents[2] / "contextadmin" / "demo"
+from tests.support.demo import demo_config, demo_events
 
-
-def demo_config() -> dict[str, Any]:
-    return json.loads((DEMO / "context_variables.json").read_text())
-
-
-def demo_events() -> list[dict[str, Any]]:
-    return [
-        json.loads(line)
-        for line in (DEMO / "run_events.jsonl").read_text().splitlines()
-        if line.strip()
-    ]
+__all__ = ["Api", "demo_config", "demo_events"]
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from runs.models import ApiToken, Flip, Run, RunEvent
-from tests.runs.conftest import Api, demo_events
+from tests.runs.conftest import Api
+from tests.support.demo import demo_events
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from contextadmin.asgi import application
 from runs import services
 from runs.models import RunEvent
-from tests.runs.conftest import demo_config, demo_events
+from tests.support.demo import demo_config, demo_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -8,7 +8,7 @@ import pytest
 
 from runs import selectors, services
 from runs.models import Run, RunSnapshot
-from tests.runs.conftest import demo_config
+from tests.support.demo import demo_config
 
 pytestmark = pytest.mark.django_db
 

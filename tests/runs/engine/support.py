@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-DEMO = Path(__file__).resolve().parents[3] / "contextadmin" / "demo"
+from tests.support.demo import demo_config, demo_events
 
-
-def demo_config() -> dict[str, Any]:
-    """The Generator workflow of seed 000 (a fresh copy each call)."""
-    config: dict[str, Any] = json.loads((DEMO / "context_variables.json").read_text())
-    return config
-
-
-def demo_events() -> list[dict[str, Any]]:
-    return [
-        json.loads(line)
-        for line in (DEMO / "run_events.jsonl").read_text().splitlines()
-        if line.strip()
-    ]
-
+__all__ = ["config_with", "demo_config", "demo_events"]
 
 def config_with(**section: Any) -> dict[str, Any]:
     """A raw config whose ``context_variables`` section holds just ``section``."""
