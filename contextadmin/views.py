@@ -9,6 +9,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from contextadmin import selectors
 from contextadmin.models import Workflow
 from contextadmin.schema import ConfigError
+from runs.api import caller_authenticate, error_response
+from runs.errors import ApiError
 
 
 def _error(status: int, message: str, **extra: Any) -> JsonResponse:
@@ -18,9 +20,21 @@ def _error(status: int, message: str, **extra: Any) -> JsonResponse:
 def _authorize(request: HttpRequest, workflow: Workflow | None) -> JsonResponse | None:
     """Return an error response unless the request may read this workflow's definitions.
 
-    A staff session may read every workflow. (Bearer tokens for deployment pipelines plug in
-    here: accept ``Authorization: Bearer ...`` before the session check.)
+    A staff session may read every workflow; a runtime or pipeline sends its API token as
+    ``Authorization: Bearer ...`` (rate-limited like the run API), and a token scoped to a
+    workflow may read only that one.
     """
+    if "Authorization" in request.headers:
+        try:
+            caller = caller_authenticate(request, allow_session=False)
+        except ApiError as exc:
+            return error_response(exc)
+        token = caller.token
+        if token is not None and token.workflow_id is not None and (
+            workflow is None or token.workflow_id != workflow.pk
+        ):
+            return _error(403, f"this token is scoped to workflow {token.workflow.name!r}")
+        return None
     user = request.user
     if not user.is_authenticated:
         response = _error(401, "authentication required: log in as a staff user")
