@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import Credentials, Stack, copy_sqlite, seed
+from tests.support.postgres import Postgres
 from tests.support.processes import server_env
 
 
@@ -33,3 +34,13 @@ def sqlite_stack(seeded_sqlite: tuple[Path, Credentials], tmp_path: Path) -> Ite
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> Iterator[Postgres]:
+    """A PostgreSQL cluster from Debian's binaries on a free loopback port (see postgres.py)."""
+    server = Postgres().start()
+    try:
+        yield server
+    finally:
+        server.stop()
