@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
@@ -89,8 +90,6 @@ class RedisBuckets:
     """Token buckets in Redis, shared by every process using the same ``REDIS_URL``."""
 
     def __init__(self, url: str) -> None:
-        import redis
-
         self.url = url
         self._client = redis.Redis.from_url(
             url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S
@@ -163,7 +162,7 @@ def request_allow(*, key: str) -> Decision:
         return local_buckets.take(key, per_minute=per_minute)
     try:
         return buckets.take(key, per_minute=per_minute)
-    except Exception as exc:  # any Redis failure: limit locally rather than fail the request
+    except (redis.RedisError, OSError) as exc:  # limit locally rather than fail the request
         _warn_redis_down(exc)
         return local_buckets.take(key, per_minute=per_minute)
 
