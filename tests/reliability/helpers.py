@@ -12,6 +12,7 @@ import json
 import random
 import socket
 import sqlite3
+import subprocess
 import threading
 import time
 import urllib.error
@@ -25,9 +26,9 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.sync.client import connect
 
 from runs.client import RunReporter
-from tests.support.processes import Daphne, manage
+from tests.support.processes import BIN, Daphne, manage, wait_for_port
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[2]  # where manage.py and contextadmin/ live
 DEMO_CONFIG = PROJECT / "contextadmin" / "demo" / "context_variables.json"
 
 
@@ -90,9 +91,11 @@ class Stack:
     def session(self) -> str:
         return self.credentials.session
 
-    def start_daphne(self, **extra_env: str) -> Daphne:
+    def start_daphne(self, *, args: tuple[str, ...] = (), **extra_env: str) -> Daphne:
+        """Start one more Daphne (``args``: extra daphne options, e.g. ping timings)."""
         env = {**self.env, **extra_env}
-        server = Daphne(env=env, log_path=self.workdir / f"daphne{len(self.servers)}.log")
+        log_path = self.workdir / f"daphne{len(self.servers)}.log"
+        server = DaphneWithArgs(env=env, log_path=log_path, args=args)
         self.servers.append(server)
         server.start()
         wait_http(f"{server.url}/admin/login/", process=server)
@@ -106,6 +109,36 @@ class Stack:
     def stop(self) -> None:
         for server in self.servers:
             server.stop()
+
+
+@dataclass
+class DaphneWithArgs(Daphne):
+    """tests.support.processes.Daphne with extra command-line options."""
+
+    args: tuple[str, ...] = ()
+
+    def start(self) -> DaphneWithArgs:
+        log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's life)
+        self.process = subprocess.Popen(
+            [
+                str(BIN / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "--websocket-max-message-size",
+                "1048576",
+                *self.args,
+                "contextadmin.asgi:application",
+            ],
+            env=self.env,
+            cwd=PROJECT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        wait_for_port(self.port, process=self.process)
+        return self
 
 
 def wait_http(url: str, *, process: Daphne | None = None, timeout: float = 30.0) -> None:
@@ -475,3 +508,32 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float, step: float = 0
             return True
         time.sleep(step)
     return predicate()
+
+
+def silent_inspector(port: int, run_id: str, session: str) -> socket.socket:
+    """Open an inspector websocket and never read from it again (nor answer pings)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fill up quickly
+    sock.connect(("127.0.0.1", port))
+    sock.settimeout(5)
+    sock.sendall(
+        (
+            f"GET /ws/runs/{run_id}/ HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{port}\r\n"
+            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            f"Origin: http://127.0.0.1:{port}\r\nCookie: sessionid={session}\r\n\r\n"
+        ).encode()
+    )
+    head = sock.recv(12)
+    if head != b"HTTP/1.1 101":
+        raise RuntimeError(f"websocket handshake refused: {head!r}")
+    return sock
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
