@@ -269,12 +269,3 @@ def test_retry_after_header_reaches_the_runtime_client():
 
     assert 429 in RETRYABLE_STATUSES
 
-
-def test_limits_are_settings_with_documented_defaults():
-    from django.conf import settings
-
-    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE == 1_048_576
-    assert settings.API_MAX_EVENTS_PER_BATCH == 1000
-    assert settings.API_MAX_RUNNING_RUNS_PER_TOKEN == 1000
-    assert settings.API_MAX_SOCKETS_PER_TOKEN == 200
-    assert settings.API_RATE_LIMIT_PER_MINUTE == 60_000
