@@ -114,7 +114,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            # redis-py >= 6 reads with a 5 s socket timeout by default, the same 5 s a consumer
+            # blocks in BZPOPMIN: an idle socket's consumer then dies with "Timeout reading".
+            # A longer timeout (a URL's ?socket_timeout= still wins) keeps idle sockets alive.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
 else:

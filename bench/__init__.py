@@ -1,0 +1,20 @@
+"""Benchmarks of contextadmin against baselines measured in the same run (``python -m bench``).
+
+Every figure is printed as one line that starts with its id (``FIGURES``), carries the machine
+it ran on, and, where a baseline exists, the ratio to that baseline. See docs/benchmarks.md.
+"""
+
+FIGURES: tuple[str, ...] = (
+    "B1",
+    "B2.http",
+    "B2.ws",
+    "B3",
+    "B4.B1",
+    "B4.B2.http",
+    "B4.B2.ws",
+    "B4.B3",
+    "B5",
+    "B6",
+    "B7",
+    "B8",
+)

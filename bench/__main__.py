@@ -1,0 +1,450 @@
+"""``python -m bench [--quick] [--only B1,B5] [--output docs/benchmarks.md]``.
+
+Runs every figure of docs/benchmarks.md on this machine and prints one line per figure, each
+starting with its id (``bench.FIGURES``). The full run writes docs/benchmarks.md; ``--quick``
+(run by the test suite) uses small sizes and writes nothing unless ``--output`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import FIGURES, report
+from bench.machine import Machine, redis_version
+from bench.stats import Latency, Rates
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes and repetitions: the full run, or the quick one the test suite runs."""
+
+    name: str
+    reps: int
+    latency_events: int  # per repetition, at RATE events/s
+    fanout_events: int
+    warmup: int
+    http_events: int  # per repetition
+    ws_events: int
+    export_reps: int
+    context_reps: int
+    trigger_events: int
+    naive_trigger_events: int
+    state_events: int
+    state_samples: int
+    full_replay_reps: int
+
+
+FULL = Profile("full", 5, 1000, 500, 50, 20_000, 10_000, 30, 30, 100_000, 10_000, 100_000, 40, 3)
+QUICK = Profile("quick", 2, 150, 100, 20, 2_000, 1_000, 5, 5, 20_000, 2_000, 10_000, 10, 2)
+
+RATE = 100.0  # events/s for B1 and B3
+FANOUT = 50
+HTTP_BATCH = 100
+HTTP_STREAMS = 1
+WS_STREAMS = 1
+WS_WINDOW = 100
+
+
+@dataclass
+class Figure:
+    id: str
+    what: str
+    result: str
+    target: str
+    met: bool | None
+    baseline: str = ""
+    ratio: str = ""
+    setup: str = ""
+    value: float | None = None  # the headline number, for ratios between figures
+
+    def line(self) -> str:
+        parts = [f"{self.id}  {self.what}: {self.result}"]
+        if self.baseline:
+            parts.append(f"baseline {self.baseline}")
+        if self.ratio:
+            parts.append(f"ratio {self.ratio}")
+        verdict = "n/a" if self.met is None else ("MET" if self.met else "MISSED")
+        parts.append(f"target {self.target}: {verdict}")
+        parts.append(self.setup)
+        return " | ".join(parts)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.1f}x" if b else "n/a"
+
+
+class Bench:
+    def __init__(self, profile: Profile, workdir: Path, only: set[str] | None) -> None:
+        self.profile = profile
+        self.workdir = workdir
+        self.only = only
+        self.figures: list[Figure] = []
+        self.machine: Machine | None = None
+        self.layers: dict[str, str] = {}
+
+    def wanted(self, *ids: str) -> bool:
+        """Whether any of these figures was asked for (``--only B4`` asks for B4.B1...)."""
+        return self.only is None or any(i in self.only or i.split(".")[0] in self.only for i in ids)
+
+    def emit(self, figure: Figure) -> None:
+        self.figures.append(figure)
+        print(figure.line(), flush=True)
+
+    def tag(self, layer: str, servers: str) -> str:
+        assert self.machine is not None
+        return self.machine.tag(f"{layer}, {servers}")
+
+    # -- pure engine and in-process Django ----------------------------------------------------
+    def engine(self) -> None:
+        from bench import engine
+
+        p = self.profile
+        if self.wanted("B7"):
+            t = engine.b7_triggers(
+                triggers=1000,
+                events=p.trigger_events,
+                naive_events=p.naive_trigger_events,
+                reps=p.reps + 1,
+            )
+            speedup = t.rates.median / t.naive.median
+            self.emit(
+                Figure(
+                    "B7",
+                    f"derived trigger evaluation, {t.triggers} triggers, {t.events:,} events "
+                    "in-process",
+                    t.rates.text(),
+                    "≥ 100,000 events/s and ≥ 10x naive",
+                    t.rates.median >= 100_000 and speedup >= 10,
+                    baseline=f"naive scan of all triggers {t.naive.text()}",
+                    ratio=f"{speedup:.1f}x faster",
+                    setup=self.tag("none", "in-process"),
+                )
+            )
+        if self.wanted("B6"):
+            c = engine.b6_build_context(variables=200, collections=5, reps=p.context_reps)
+            self.emit(
+                Figure(
+                    "B6",
+                    f"build_context, {c.variables} database variables over {c.collections} "
+                    "collections (nx-27017)",
+                    f"{c.round_trips} MongoDB round trips, {c.timings.ms()}, {c.resolved} resolved",
+                    "≤ 5 round trips",
+                    c.round_trips <= 5,
+                    baseline=f"per-variable loop {c.naive_round_trips} round trips, {c.naive.ms()}",
+                    ratio=f"{c.naive_round_trips / max(c.round_trips, 1):.0f}x fewer round trips, "
+                    f"{ratio(c.naive.median, c.timings.median)} faster",
+                    setup=self.tag("none", "in-process + nx-27017"),
+                )
+            )
+
+    def in_database(self) -> None:
+        from bench import indb
+
+        p = self.profile
+        if self.wanted("B5"):
+            e = indb.b5_export(
+                sizes=(10, 100, 1000), reps=p.export_reps, naive_reps=max(2, p.export_reps // 3)
+            )
+            constant = len(set(e.queries.values())) == 1
+            counts = ", ".join(f"{n} vars: {q}" for n, q in e.queries.items())
+            naive = ", ".join(f"{n} vars: {q}" for n, q in e.naive_queries.items())
+            self.emit(
+                Figure(
+                    "B5",
+                    f"workflow_export of {e.size:,} variables ({e.bytes:,} bytes)",
+                    f"{e.timings.ms()}; SQL queries {counts}",
+                    "constant queries, p99 ≤ 200 ms",
+                    constant and e.timings.p99 <= 0.200,
+                    baseline=f"N+1 export (triggers per variable) {e.naive.ms()}; queries {naive}",
+                    ratio=f"{ratio(e.naive.median, e.timings.median)} faster",
+                    setup=self.tag("none", "in-process"),
+                )
+            )
+        if self.wanted("B8"):
+            s = indb.b8_state_at(
+                events=p.state_events,
+                batch=1000,
+                samples=p.state_samples,
+                full_replay_reps=p.full_replay_reps,
+            )
+            self.emit(
+                Figure(
+                    "B8",
+                    f"run_state_at(seq N) on a run of {s.events:,} events (random N, half of "
+                    "them the worst case)",
+                    f"{s.timings.ms()}; the run was ingested at "
+                    f"{s.events / s.ingest_seconds:,.0f} events/s (batches of 1,000)",
+                    "p99 ≤ 200 ms",
+                    s.timings.p99 <= 0.200,
+                    baseline=f"replay from seq 0 to {s.checked_seq:,} (same state) "
+                    f"{s.full_replay.ms()}",
+                    ratio=f"{ratio(s.full_replay.median, s.timings.median)} faster",
+                    setup=self.tag("none", "in-process"),
+                )
+            )
+
+    # -- live servers ---------------------------------------------------------------------------
+    def live(self) -> None:
+        if not self.wanted("B1", "B2.http", "B2.ws", "B3", "B4"):
+            return
+        from bench import live
+        from bench.servers import daphnes, prepare_site, redis_server
+
+        site = prepare_site(self.workdir)
+        memory: dict[str, Figure] = {}
+        with live.Relay(self.workdir / "relay.log") as relay:
+            baseline_1 = self._relay(relay, 1, self.profile.latency_events)
+            baseline_n = self._relay(relay, FANOUT, self.profile.fanout_events)
+        if self.wanted("B1", "B2.http", "B2.ws", "B3"):
+            with daphnes(site, 1) as servers:
+                tag = self.tag("in-memory", "1 Daphne")
+                memory = self._live_figures(site, servers, servers, "", tag, baseline_1, baseline_n)
+        if self.wanted("B4"):
+            with redis_server(self.workdir) as redis, daphnes(site, 2, redis_url=redis.url) as two:
+                tag = self.tag("Redis (channels_redis)", "2 Daphnes")
+                self._live_figures(
+                    site, two[:1], two[1:], "B4.", tag, baseline_1, baseline_n, memory, two
+                )
+
+    def _relay(self, relay: object, sockets: int, events: int) -> Latency:
+        from bench import live
+
+        reps = []
+        for _ in range(self.profile.reps):
+            d = asyncio.run(
+                live.relay_latency(
+                    relay,  # type: ignore[arg-type]
+                    sockets=sockets,
+                    events=events,
+                    warmup=self.profile.warmup,
+                    rate=RATE,
+                )
+            )
+            if not d.exact:
+                raise RuntimeError(f"relay baseline lost messages: {d}")
+            reps.append(d.latencies)
+        return Latency.of(reps)
+
+    def _live_figures(
+        self,
+        site: object,
+        post_to: list,
+        watch_on: list,
+        prefix: str,
+        tag: str,
+        baseline_1: Latency,
+        baseline_n: Latency,
+        memory: dict[str, Figure] | None = None,
+        ingest_servers: list | None = None,
+    ) -> dict[str, Figure]:
+        from bench import live
+
+        p = self.profile
+        out: dict[str, Figure] = {}
+        where = (
+            "POST to Daphne A, inspector on Daphne B"
+            if prefix
+            else "POST and inspector on 1 Daphne"
+        )
+
+        def latency(sockets: int, events: int) -> tuple[Latency, list[live.Delivery]]:
+            reps = [
+                asyncio.run(
+                    live.product_latency(
+                        site,  # type: ignore[arg-type]
+                        post_to[0],
+                        watch_on,
+                        sockets=sockets,
+                        events=events,
+                        warmup=p.warmup,
+                        rate=RATE,
+                    )
+                )
+                for _ in range(p.reps)
+            ]
+            return Latency.of([d.latencies for d in reps]), reps
+
+        def exactness(reps: list[live.Delivery]) -> str:
+            lost = sum(d.missing for d in reps)
+            dup = sum(d.duplicates for d in reps)
+            order = sum(d.out_of_order for d in reps)
+            late = sum(d.late_sends for d in reps)
+            text = f"lost {lost}, duplicated {dup}, out of order {order}"
+            return text + (f", {late} sends behind schedule" if late else "")
+
+        def versus(key: str) -> str:
+            if memory and key in memory:
+                return f"; in-memory/1 Daphne: {memory[key].result.split(' (')[0]}"
+            return ""
+
+        def versus_rate(key: str, value: float) -> str:
+            base = memory[key].value if memory and key in memory else None
+            return f"{value / base:.2f}x the in-memory/1 Daphne rate" if base else ""
+
+        if self.wanted(f"{prefix}B1"):
+            lat, reps = latency(1, p.latency_events)
+            figure = Figure(
+                f"{prefix}B1",
+                f"event POST → flip on inspector websocket @{RATE:.0f} events/s ({where})",
+                f"{lat.ms()}; {exactness(reps)}",
+                "p50 ≤ 5 ms, p99 ≤ 20 ms",
+                lat.p50 <= 0.005 and lat.p99 <= 0.020 and all(d.exact for d in reps),
+                baseline=f"bare websockets relay p50 {ms(baseline_1.p50)}, "
+                f"p99 {ms(baseline_1.p99)}{versus('B1')}",
+                ratio=f"p50 {ratio(lat.p50, baseline_1.p50)}, p99 {ratio(lat.p99, baseline_1.p99)}",
+                setup=tag,
+            )
+            out["B1"] = figure
+            self.emit(figure)
+        servers = ingest_servers or post_to
+        if self.wanted(f"{prefix}B2.http"):
+            runs = [
+                asyncio.run(
+                    live.ingest_http(
+                        site,  # type: ignore[arg-type]
+                        servers,
+                        streams=max(HTTP_STREAMS, len(servers)),
+                        events=p.http_events,
+                        batch=HTTP_BATCH,
+                    )
+                )
+                for _ in range(p.reps)
+            ]
+            rates = Rates(tuple(r.rate for r in runs))
+            streams = max(HTTP_STREAMS, len(servers))
+            figure = Figure(
+                f"{prefix}B2.http",
+                f"sustained ingest over HTTP, batches of {HTTP_BATCH}, {streams} runtime(s) "
+                f"back to back, {p.http_events:,} events/rep, committed",
+                f"{rates.text()}; all stored: {all(r.verified for r in runs)}{versus('B2.http')}",
+                "≥ 5,000 events/s",
+                rates.median >= 5000 and all(r.verified for r in runs),
+                ratio=versus_rate("B2.http", rates.median),
+                setup=tag,
+                value=rates.median,
+            )
+            out["B2.http"] = figure
+            self.emit(figure)
+        if self.wanted(f"{prefix}B2.ws"):
+            streams = max(WS_STREAMS, len(servers))
+            runs = [
+                asyncio.run(
+                    live.ingest_ws(
+                        site,  # type: ignore[arg-type]
+                        servers,
+                        streams=streams,
+                        events=p.ws_events,
+                        window=WS_WINDOW,
+                    )
+                )
+                for _ in range(p.reps)
+            ]
+            rates = Rates(tuple(r.rate for r in runs))
+            figure = Figure(
+                f"{prefix}B2.ws",
+                f"sustained ingest over /ws/ingest/, one event per message, {streams} "
+                f"runtime(s), ≤ {WS_WINDOW} unacked, {p.ws_events:,} events/rep, committed",
+                f"{rates.text()}; every ack in order: {all(r.verified for r in runs)}"
+                f"{versus('B2.ws')}",
+                "≥ 1,000 events/s",
+                rates.median >= 1000 and all(r.verified for r in runs),
+                ratio=versus_rate("B2.ws", rates.median),
+                setup=tag,
+                value=rates.median,
+            )
+            out["B2.ws"] = figure
+            self.emit(figure)
+        if self.wanted(f"{prefix}B3"):
+            lat, reps = latency(FANOUT, p.fanout_events)
+            spread = "inspectors on both Daphnes, POST to A" if prefix else "1 Daphne"
+            figure = Figure(
+                f"{prefix}B3",
+                f"fan-out: {FANOUT} inspector sockets on one run @{RATE:.0f} events/s ({spread})",
+                f"{lat.ms()}; {exactness(reps)}",
+                "every socket gets every event, p99 ≤ 50 ms",
+                lat.p99 <= 0.050 and all(d.exact for d in reps),
+                baseline=f"bare websockets relay to {FANOUT} sockets p50 {ms(baseline_n.p50)}, "
+                f"p99 {ms(baseline_n.p99)}{versus('B3')}",
+                ratio=f"p50 {ratio(lat.p50, baseline_n.p50)}, p99 {ratio(lat.p99, baseline_n.p99)}",
+                setup=tag,
+            )
+            out["B3"] = figure
+            self.emit(figure)
+        return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (the test suite)")
+    parser.add_argument("--only", help="comma-separated figure ids or groups, e.g. B1,B4,B8")
+    parser.add_argument("--output", help="write the results table here (full run: docs/...)")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory")
+    args = parser.parse_args(argv)
+    profile = QUICK if args.quick else FULL
+    output = args.output or (None if args.quick else str(PROJECT / "docs" / "benchmarks.md"))
+    only = {item.strip() for item in args.only.split(",")} if args.only else None
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+
+    workdir = Path(tempfile.mkdtemp(prefix="contextadmin-bench-"))
+    began = time.monotonic()
+    bench = Bench(profile, workdir, only)
+    try:
+        from bench import indb
+
+        database = indb.django_setup(f"sqlite:///{workdir / 'inprocess.sqlite3'}")
+        bench.machine = Machine.here(database)
+        bench.layers = {
+            "in-memory": "channels.layers.InMemoryChannelLayer (1 Daphne)",
+            "redis": f"channels_redis RedisChannelLayer on {redis_version()} (2 Daphnes)",
+        }
+        print(f"bench: {profile.name} run, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
+        for line in bench.machine.lines(bench.layers):
+            print(line)
+        steps: list[Callable[[], None]] = [bench.live, bench.engine, bench.in_database]
+        for step in steps:
+            step()
+    finally:
+        if args.keep:
+            print(f"bench: kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    seconds = time.monotonic() - began
+    missed = [f.id for f in bench.figures if f.met is False]
+    print(
+        f"bench: {len(bench.figures)} figures in {seconds:.0f} s; "
+        f"missed: {', '.join(missed) or 'none'}"
+    )
+    if output:
+        assert bench.machine is not None
+        Path(output).write_text(
+            report.markdown(
+                bench.figures, bench.machine, bench.layers, command, profile.name, seconds
+            )
+        )
+        print(f"bench: wrote {output}")
+    expected = [f for f in FIGURES if only is None or bench.wanted(f)]
+    absent = [f for f in expected if f not in {fig.id for fig in bench.figures}]
+    if absent:
+        print(f"bench: figures not produced: {', '.join(absent)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""Live figures on real servers (B1-B4): websocket latency, ingest throughput, fan-out.
+
+Clients are asyncio ``websockets`` connections and a small keep-alive HTTP client, all in this
+process; the servers are separate Daphne (or relay) processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from websockets.asyncio.client import ClientConnection, connect
+
+from bench.http import Http
+from bench.servers import Site
+from tests.support.processes import PROJECT, Daphne, free_port, wait_for_port
+
+DEMO_EVENTS: list[dict[str, Any]] = [
+    orjson.loads(line)
+    for line in (PROJECT / "contextadmin" / "demo" / "run_events.jsonl").read_bytes().splitlines()
+    if line.strip()
+]
+perf = time.perf_counter
+
+
+def event(seq: int) -> dict[str, Any]:
+    """The demo run's events, cycled, numbered from 1 (one flip in every 8 for a fresh run)."""
+    return {**DEMO_EVENTS[(seq - 1) % len(DEMO_EVENTS)], "seq": seq}
+
+
+# -- servers and clients ----------------------------------------------------------------------
+class Relay:
+    """The bare ``websockets`` relay process (bench/relay.py)."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.port = free_port()
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Relay:
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bench.relay", str(self.port)],
+            cwd=PROJECT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for_port(self.port, process=self.process)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+async def ws_connect(url: str, headers: dict[str, str] | None = None) -> ClientConnection:
+    return await connect(
+        url, additional_headers=headers, compression=None, max_size=None, open_timeout=30
+    )
+
+
+async def start_run(server: Daphne, site: Site) -> str:
+    http = Http("127.0.0.1", server.port, token=site.token)
+    try:
+        body = await http.post_json(
+            "/api/runs/", {"workflow": "Generator", "enterprise_id": "bench"}
+        )
+    finally:
+        await http.close()
+    return str(body["run_id"])
+
+
+async def open_inspector(server: Daphne, site: Site, run_id: str) -> ClientConnection:
+    ws = await ws_connect(
+        f"{server.ws_url}/ws/runs/{run_id}/",
+        {"Origin": server.url, "Cookie": f"sessionid={site.session}"},
+    )
+    first = orjson.loads(await asyncio.wait_for(ws.recv(), 30))
+    if first.get("type") != "snapshot":
+        raise RuntimeError(f"inspector: expected a snapshot first, got {first!r}")
+    return ws
+
+
+# -- paced latency (B1, B3) -------------------------------------------------------------------
+@dataclass
+class Delivery:
+    """One paced repetition: latencies of every (socket, event), and what went wrong."""
+
+    latencies: list[float] = field(default_factory=list)
+    missing: int = 0
+    duplicates: int = 0
+    out_of_order: int = 0
+    late_sends: int = 0
+    events: int = 0
+    sockets: int = 0
+
+    @property
+    def exact(self) -> bool:
+        return not (self.missing or self.duplicates or self.out_of_order)
+
+
+async def paced(
+    send: Callable[[int], Awaitable[None]],
+    sockets: Sequence[ClientConnection],
+    *,
+    events: int,
+    warmup: int,
+    rate: float,
+    drain_timeout: float = 15.0,
+) -> Delivery:
+    """Send seq 1..warmup+events at ``rate``/s; time each from just before its send to its
+    arrival (as ``{"type": "event", "seq"}``) on every socket."""
+    total = warmup + events
+    arrivals: list[dict[int, float]] = [{} for _ in sockets]
+    result = Delivery(events=events, sockets=len(sockets))
+    complete = asyncio.Event()
+    finished = [0]
+
+    async def watch(ws: ClientConnection, seen: dict[int, float]) -> None:
+        last = 0
+        async for raw in ws:
+            now = perf()
+            message = orjson.loads(raw)
+            if message.get("type") != "event":
+                continue
+            seq = message["seq"]
+            if seq in seen:
+                result.duplicates += 1
+                continue
+            if seq != last + 1:
+                result.out_of_order += 1
+            last = seq
+            seen[seq] = now
+            if len(seen) == total:
+                finished[0] += 1
+                if finished[0] == len(sockets):
+                    complete.set()
+                return
+
+    watchers = [
+        asyncio.create_task(watch(ws, seen)) for ws, seen in zip(sockets, arrivals, strict=True)
+    ]
+    sent: dict[int, float] = {}
+    start = perf() + 0.02
+    for seq in range(1, total + 1):
+        delay = start + (seq - 1) / rate - perf()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        elif delay < -0.002:
+            result.late_sends += 1
+        sent[seq] = perf()
+        await send(seq)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(complete.wait(), drain_timeout)
+    for task in watchers:
+        task.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)
+    for seen in arrivals:
+        for seq in range(warmup + 1, total + 1):
+            if seq in seen:
+                result.latencies.append(seen[seq] - sent[seq])
+            else:
+                result.missing += 1
+    return result
+
+
+async def product_latency(
+    site: Site,
+    post_to: Daphne,
+    watch_on: Sequence[Daphne],
+    *,
+    sockets: int,
+    events: int,
+    warmup: int,
+    rate: float,
+) -> Delivery:
+    """A runtime POSTs one event per request; inspectors (spread over ``watch_on``) get it."""
+    run_id = await start_run(post_to, site)
+    servers = list(itertools.islice(itertools.cycle(watch_on), sockets))
+    inspectors = await asyncio.gather(*(open_inspector(s, site, run_id) for s in servers))
+    http = Http("127.0.0.1", post_to.port, token=site.token)
+    path = f"/api/runs/{run_id}/events/"
+
+    async def send(seq: int) -> None:
+        await http.request("POST", path, orjson.dumps({"events": [event(seq)]}))
+
+    try:
+        return await paced(send, inspectors, events=events, warmup=warmup, rate=rate)
+    finally:
+        await http.close()
+        await asyncio.gather(*(ws.close() for ws in inspectors))
+
+
+async def relay_latency(
+    relay: Relay, *, sockets: int, events: int, warmup: int, rate: float
+) -> Delivery:
+    """The baseline: the same messages through the bare websockets relay."""
+    consumers = [await ws_connect(f"{relay.ws_url}/consume") for _ in range(sockets)]
+    producer = await ws_connect(f"{relay.ws_url}/produce")
+    await asyncio.sleep(0.05)  # let the relay register the consumers
+
+    async def send(seq: int) -> None:
+        message = {"type": "event", "seq": seq, "event": event(seq), "flips": [], "changes": {}}
+        await producer.send(orjson.dumps(message).decode())
+
+    try:
+        return await paced(send, consumers, events=events, warmup=warmup, rate=rate)
+    finally:
+        await producer.close()
+        await asyncio.gather(*(ws.close() for ws in consumers))
+
+
+# -- sustained ingest (B2) --------------------------------------------------------------------
+@dataclass
+class Ingest:
+    events: int
+    seconds: float
+    verified: bool
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds
+
+
+async def ingest_http(
+    site: Site, servers: Sequence[Daphne], *, streams: int, events: int, batch: int
+) -> Ingest:
+    """``streams`` runtimes, each its own run, POST batches of ``batch`` events back to back."""
+    targets = list(itertools.islice(itertools.cycle(servers), streams))
+    runs = [await start_run(server, site) for server in targets]
+    per_stream = events // streams
+    bodies = [
+        [
+            orjson.dumps({"events": [event(s) for s in range(first, first + batch)]})
+            for first in range(1, per_stream + 1, batch)
+        ]
+        for _ in runs
+    ]
+    last: list[int] = [0] * streams
+
+    async def stream(index: int) -> None:
+        http = Http("127.0.0.1", targets[index].port, token=site.token)
+        path = f"/api/runs/{runs[index]}/events/"
+        try:
+            for body in bodies[index]:
+                reply = orjson.loads(await http.request("POST", path, body))
+                last[index] = reply["last_seq"]
+        finally:
+            await http.close()
+
+    began = perf()
+    await asyncio.gather(*(stream(i) for i in range(streams)))
+    elapsed = perf() - began
+    return Ingest(per_stream * streams, elapsed, all(seq == per_stream for seq in last))
+
+
+async def ingest_ws(
+    site: Site, servers: Sequence[Daphne], *, streams: int, events: int, window: int
+) -> Ingest:
+    """``streams`` runtimes send one event per websocket message, ``window`` unacked at most."""
+    targets = list(itertools.islice(itertools.cycle(servers), streams))
+    runs = [await start_run(server, site) for server in targets]
+    per_stream = events // streams
+    frames = [orjson.dumps(event(seq)).decode() for seq in range(1, per_stream + 1)]
+    ok = [False] * streams
+
+    async def stream(index: int) -> None:
+        ws = await ws_connect(
+            f"{targets[index].ws_url}/ws/ingest/{runs[index]}/",
+            {"Authorization": f"Bearer {site.token}"},
+        )
+        credit = asyncio.Semaphore(window)
+        expected = 1
+
+        async def acks() -> None:
+            nonlocal expected
+            while expected <= per_stream:
+                message = orjson.loads(await ws.recv())
+                if message.get("type") != "ack" or message["seq"] != expected:
+                    raise RuntimeError(f"ingest ws: expected ack {expected}, got {message!r}")
+                expected += 1
+                credit.release()
+
+        reader = asyncio.create_task(acks())
+        try:
+            for frame in frames:
+                await credit.acquire()
+                await ws.send(frame)
+            await reader
+            ok[index] = expected == per_stream + 1
+        finally:
+            reader.cancel()
+            await ws.close()
+
+    began = perf()
+    await asyncio.gather(*(stream(i) for i in range(streams)))
+    elapsed = perf() - began
+    return Ingest(per_stream * streams, elapsed, all(ok))
