@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
 import os
 import re
 import secrets
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -419,13 +421,28 @@ def _event_message(event: RunEvent) -> str:
     )
 
 
+BROADCAST_TIMEOUT_S = 1.0  # a broadcast never holds up an ingest answer longer than this
+BROADCAST_PAUSE_S = 2.0  # after a failed one, skip broadcasts this long (docs/reliability.md)
+_broadcast_paused_until = 0.0
+
+
+async def _group_send_bounded(layer: Any, group: str, message: dict[str, Any]) -> None:
+    await asyncio.wait_for(layer.group_send(group, message), timeout=BROADCAST_TIMEOUT_S)
+
+
 def _group_send(group: str, message: dict[str, Any]) -> None:
+    """Broadcast after commit, bounded in time: an unreachable layer (a Redis that drops
+    packets would hold each send for its socket timeouts) costs one ingest at most
+    BROADCAST_TIMEOUT_S, then broadcasts pause for BROADCAST_PAUSE_S. A skipped broadcast is a
+    dropped message: inspectors refill from the log by seq."""
+    global _broadcast_paused_until
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or time.monotonic() < _broadcast_paused_until:
         return
     try:
-        async_to_sync(layer.group_send)(group, message)
+        async_to_sync(_group_send_bounded)(layer, group, message)
     except Exception:  # the log is the truth: inspectors resync from it by seq
+        _broadcast_paused_until = time.monotonic() + BROADCAST_PAUSE_S
         logger.exception("broadcast to %s failed; inspectors will resync from the log", group)
 
 

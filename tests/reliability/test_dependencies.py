@@ -171,3 +171,43 @@ def test_redis_outage_ingest_commits_and_inspectors_resync_when_it_returns(sqlit
             inspector.stop_flag.set()
             inspector.join(timeout=5)
         redis.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_a_redis_that_never_answers_holds_ingest_at_most_the_broadcast_timeout(
+    sqlite_stack, silent_port
+):
+    """A Redis host that drops packets (no refusal) would hold each broadcast for the client's
+    socket timeouts (tens of seconds) while the request waits. Broadcasts are bounded
+    (``BROADCAST_TIMEOUT_S``) and pause after a failure, so ingest keeps answering promptly."""
+    from runs.services import BROADCAST_TIMEOUT_S
+
+    stack = sqlite_stack
+    server = stack.start_daphne(REDIS_URL=f"redis://127.0.0.1:{silent_port}/0")
+    bound = BROADCAST_TIMEOUT_S + 2.0  # plus the rate limiter's own Redis timeout and overhead
+    started = time.monotonic()
+    status, body = http_json(
+        "POST",
+        f"{server.url}/api/runs/",
+        {"workflow": "Generator", "enterprise_id": "acme"},
+        token=stack.secret,
+        timeout=30,
+    )
+    assert status == 201, body
+    assert time.monotonic() - started < bound
+    run_id = body["run_id"]
+    for index, event in enumerate(varied_events(4)):
+        started = time.monotonic()
+        status, answer = http_json(
+            "POST",
+            f"{server.url}/api/runs/{run_id}/events/",
+            {"events": [event]},
+            token=stack.secret,
+            timeout=30,
+        )
+        assert status == 200 and answer["last_seq"] == index + 1, answer
+        took = time.monotonic() - started
+        assert took < bound, f"ingest {index + 1} waited {took:.1f}s on Redis"
+        time.sleep(0.5)  # spread over a broadcast pause, so sends are tried again
+    assert "broadcast to " in stack.logs()
