@@ -74,7 +74,7 @@ def start_bodies(draw: st.DrawFn) -> Any:
     return body
 
 
-@fuzz(150)
+@fuzz(250)
 @given(body=body_bytes(start_bodies()))
 @example(body=b'{"workflow": "Generator", "enterprise_id": "a\\u0000b"}')
 @example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "context": {"x": "\\u0000"}}')
@@ -113,7 +113,7 @@ def event_bodies(draw: st.DrawFn) -> Any:
     return body
 
 
-@fuzz(200)
+@fuzz(300)
 @given(body=body_bytes(event_bodies()))
 @example(body=b'{"events": [{"type": "agent_text", "agent": "a", "text": "x\\u0000"}]}')
 @example(body=b'{"events": [{"type": "agent_text", "agent": {"name": "a", "x": '

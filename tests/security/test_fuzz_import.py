@@ -102,7 +102,7 @@ def assert_clean_report(exc: schema.ConfigError) -> None:
         str(issue).encode("utf-8")  # shown on a page and in a terminal: must be valid Unicode
 
 
-@fuzz(250)
+@fuzz(400)
 @given(data=config_inputs(BASE), replace=st.booleans())
 @example(data=with_value("a\udfffb"), replace=True)
 @example(data=with_value("nul\x00inside"), replace=True)
@@ -128,7 +128,7 @@ def test_service_import_accepts_or_rejects_with_json_paths(generator, data, repl
     assert_usable("Generator")
 
 
-@fuzz(40)
+@fuzz(60)
 @given(data=config_inputs(BASE).map(as_bytes))
 @example(data=as_bytes(json.dumps(with_value("a\udfffb"), ensure_ascii=False)))
 @example(data=b'{"context_variables": {"\\ud800": 1}}')
@@ -159,7 +159,7 @@ class _Sink:
         pass
 
 
-@fuzz(60)
+@fuzz(100)
 @given(data=config_inputs(BASE).map(as_bytes), name=st.sampled_from(["Generator", "Fresh"]))
 @example(data=as_bytes(json.dumps(with_value("a\udfffb"), ensure_ascii=False)), name="Fresh")
 @example(data=b'{"context_variables": {"\\ud800\\u0000": 1}}', name="Fresh")

@@ -103,7 +103,7 @@ async def _ingest_session(site: dict[str, Any], messages: list[tuple[str, Any]])
     return replies
 
 
-@fuzz(60)
+@fuzz(100)
 @given(messages=st.lists(frames, min_size=1, max_size=6))
 @example(messages=[("text", '{"type": "agent_text", "agent": {"name": "a", "x": '
                    + "[" * 300 + "]" * 300 + '}, "text": "x"}')])
@@ -136,7 +136,7 @@ async def _inspector_session(site: dict[str, Any], path: str, messages: list[Any
     await comm.disconnect()
 
 
-@fuzz(30)
+@fuzz(40)
 @given(
     messages=st.lists(frames, min_size=1, max_size=5),
     which=st.sampled_from(["run", "list"]),
