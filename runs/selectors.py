@@ -16,6 +16,8 @@ STATE_NAMESPACES = ("context", "nodes", "execution")
 
 def run_get(*, run_id: str) -> Run:
     """Return a run or raise NotFound naming it."""
+    if "\x00" in run_id:  # no run has one, and PostgreSQL cannot even compare it
+        raise NotFound(f"run_id: no run {run_id!r}")
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"run_id: no run {run_id!r}")

@@ -147,8 +147,22 @@ def test_nul_characters_are_refused_before_the_database(site: Site):
         status, _, answer = http("POST", f"{site.b.url}{path}", token, body)
         assert status == 400, (site.database, answer)
         assert "NUL" in answer["error"]
+    for path in (
+        "/api/runs/a%00b/state/",
+        "/api/workflows/a%00b/context_variables.json",
+        f"/api/runs/{run_id}/resolve/?template=%00",
+        "/runs/?workflow=%00",
+    ):
+        status, _, answer = http("GET", f"{site.b.url}{path}", token)
+        assert status == 400 and "NUL" in answer["error"], (path, site.database, answer)
     status, _, answer = http("GET", f"{site.b.url}/api/runs/{run_id}/state/", token)
     assert status == 200 and answer["seq"] == 0
+    with connect(f"{site.b.ws_url}/ws/ingest/a%00b/?token={token}", open_timeout=10) as ws:
+        refusal = json.loads(ws.recv(timeout=10))
+        assert refusal["status"] == 404, refusal
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4404
 
 
 def test_server_logs_hold_no_secret(site: Site):
@@ -158,3 +172,4 @@ def test_server_logs_hold_no_secret(site: Site):
         assert secret not in text
         assert secret.split("_", 2)[-1] not in text  # a token's random part
     assert "Traceback" not in text
+

@@ -205,3 +205,31 @@ def test_query_strings_that_are_not_utf8_or_absurdly_long(api, staff_client, no_
         for path in (f"/api/runs/{run_id}/state/", f"/api/runs/{run_id}/resolve/"):
             response = staff_client.get(path, QUERY_STRING=query)
             assert response.status_code < 500
+
+
+def test_nul_anywhere_in_a_request_is_a_400_naming_where(api, staff_client, no_server_errors):
+    """PostgreSQL cannot store or even compare NUL: it is refused before any view or query."""
+    run_id = api.start()["run_id"]
+    before = db_state()
+    cases = [
+        (staff_client.get, "/api/runs/a%00b/state/", {}, "path"),
+        (api.get, "/api/workflows/a%00b/context_variables.json", {}, "path"),
+        (staff_client.get, "/admin/contextadmin/workflow/", {"QUERY_STRING": "q=%00"}, "query"),
+        (staff_client.get, "/runs/", {"QUERY_STRING": "workflow=a%00"}, "query"),
+        (staff_client.get, f"/api/runs/{run_id}/resolve/", {"QUERY_STRING": "template=%00"},
+         "query"),
+    ]
+    for get, path, extra, where in cases:
+        response = get(path, **extra)
+        assert response.status_code == 400, path
+        assert response.json()["error"].startswith(f"{where}: contains a NUL character"), path
+    form = staff_client.post("/admin/runs/apitoken/add/", {"name": "a\x00b"})
+    assert form.status_code == 400 and form.json()["error"].startswith("form: ")
+    for body in (
+        b'{"events": [{"type": "agent_text", "agent": "a", "text": "\\u0000"}]}',
+        b'{"events": [{"type": "tool_response", "tool": "t", "data": {"\\u0000": 1}}]}',
+    ):
+        response = api.post(f"/api/runs/{run_id}/events/", body)
+        assert response.status_code == 400
+        assert response.json()["error"].startswith("body: contains a NUL character")
+    assert db_state() == before

@@ -1,0 +1,42 @@
+"""Refuse NUL characters in a request's path, query or form fields before any view runs.
+
+PostgreSQL cannot hold NUL in text, so a ``%00`` in a run id, a workflow name, an admin search
+or a posted form field would otherwise fail in the database as a 500. (JSON bodies are checked
+by ``runs.api.json_decode``; ``context_variables.json`` files by ``schema.parse_config``.)
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.utils.deprecation import MiddlewareMixin
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _nul_in(request: HttpRequest) -> str | None:
+    if "\x00" in request.path:
+        return "path"
+    if _holds_nul(request.GET):
+        return "query"
+    if request.method == "POST" and request.content_type in FORM_TYPES and _holds_nul(request.POST):
+        return "form"
+    return None
+
+
+def _holds_nul(data: QueryDict) -> bool:
+    return any(
+        "\x00" in key or any("\x00" in value for value in values) for key, values in data.lists()
+    )
+
+
+class RejectNulMiddleware(MiddlewareMixin):
+    """Answer 400 naming the part of the request that holds a NUL character."""
+
+    def process_request(self, request: HttpRequest) -> HttpResponse | None:
+        where = _nul_in(request)
+        if where is None:
+            return None
+        return JsonResponse(
+            {"error": f"{where}: contains a NUL character (%00), which cannot be stored"},
+            status=400,
+        )
