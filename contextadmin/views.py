@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from contextadmin import selectors
 from contextadmin.models import Workflow
 from contextadmin.schema import ConfigError
-from runs.api import caller_authenticate, error_response
+from runs.api import bearer_secret, caller_authenticate, error_response
 from runs.errors import ApiError
 
 
@@ -24,7 +24,7 @@ def _authorize(request: HttpRequest, workflow: Workflow | None) -> JsonResponse 
     ``Authorization: Bearer ...`` (rate-limited like the run API), and a token scoped to a
     workflow may read only that one.
     """
-    if "Authorization" in request.headers:
+    if bearer_secret(request.headers.get("Authorization")):  # other schemes: a proxy's, say
         try:
             caller = caller_authenticate(request, allow_session=False)
         except ApiError as exc:
