@@ -146,3 +146,28 @@ async def _inspector_session(site: dict[str, Any], path: str, messages: list[Any
 def test_inspector_sockets_ignore_incoming_text(site, messages, which):
     path = f"/ws/runs/{site['run_id']}/" if which == "run" else "/ws/runs/"
     async_to_sync(_inspector_session)(site, path, messages)
+
+
+async def _refused_with_a_message(site: dict[str, Any], path: str, headers: list) -> dict:
+    comm = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await comm.connect()
+    assert connected, path
+    message = await comm.receive_json_from(timeout=5)
+    closed = await comm.receive_output(timeout=5)
+    assert closed["type"] == "websocket.close" and 4400 <= closed["code"] < 4500, closed
+    return message
+
+
+def test_odd_socket_paths_and_queries_get_an_error_message(site):
+    cookie = (b"cookie", f"sessionid={site['session']}".encode())
+    run_id, secret = site["run_id"], site["secret"]
+    odd_ids = ["a%00b", "%ED%A0%80", "x" * 5000, "..", "%2e%2e", "<script>"]
+    cases = [
+        *((f"/ws/runs/{run_id}/?after={after}", [ORIGIN, cookie], "after")
+          for after in ("-1", "9" * 40, "%00", "1.5", "abc", "%ff")),
+        *((f"/ws/runs/{odd}/", [ORIGIN, cookie], "run_id") for odd in odd_ids),
+        *((f"/ws/ingest/{odd}/?token={secret}", [], "run_id") for odd in odd_ids),
+    ]
+    for path, headers, field in cases:
+        message = async_to_sync(_refused_with_a_message)(site, path, headers)
+        assert message["type"] == "error" and message["error"].startswith(field), (path, message)
