@@ -53,7 +53,8 @@ def configure_layer(layer_kind: str, request: pytest.FixtureRequest, settings: A
         else:
             server = request.getfixturevalue("redis_server")
             redis_client.Redis.from_url(server.url).flushall()
-            backend, config = "channels_redis.core.RedisChannelLayer", {"hosts": [server.url]}
+            backend = "channels_redis.core.RedisChannelLayer"
+            config = {"hosts": [{"address": server.url, "socket_timeout": 30}]}  # as settings
         # Changing the setting makes channels build a fresh layer from it.
         settings.CHANNEL_LAYERS = {
             "default": {
