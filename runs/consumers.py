@@ -228,6 +228,11 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        self._disconnected = True
+        flusher = getattr(self, "_flusher", None)
+        if flusher is not None:  # events received before the close are still ingested
+            with contextlib.suppress(Exception):
+                await flusher
         if hasattr(self, "slot_key"):
             ratelimit.socket_release(key=self.slot_key)
             del self.slot_key
@@ -254,29 +259,89 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
         return True
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Queue the event; a flush task ingests what has queued, in order, as one batch.
+
+        Replies (acks and errors) go out in the order the frames came, exactly as if each event
+        were ingested on its own: a batch that fails is re-run one event at a time. Under load
+        a batch holds every event that arrived while the previous one was committing (group
+        commit); an idle socket's event is ingested at once.
+        """
+        if getattr(self, "_closing", False):  # revoked: nothing more from this socket
+            return
         if await self._token_revoked():
-            await self.send_json(
-                {"type": "error", "status": 401, "error": "Authorization: token revoked"}
+            self._reply(
+                {"type": "error", "status": 401, "error": "Authorization: token revoked"},
+                close=CLOSE_UNAUTHORIZED,
             )
-            await self.close(code=CLOSE_UNAUTHORIZED)
             return
         if text_data is None:
-            await self.send_json({"type": "error", "error": "message: send JSON text frames"})
+            self._reply({"type": "error", "error": "message: send JSON text frames"})
             return
         try:
             event = json_decode(text_data, what="message")
         except ApiError as exc:
-            await self.send_json({"type": "error", "status": exc.status, **exc.as_dict()})
+            self._reply({"type": "error", "status": exc.status, **exc.as_dict()})
             return
+        self._enqueue(("event", event))
+
+    def _reply(self, message: dict[str, Any], *, close: int | None = None) -> None:
+        self._enqueue(("send", message))
+        if close is not None:
+            self._closing = True
+            self._enqueue(("close", close))
+
+    def _enqueue(self, item: tuple[str, Any]) -> None:
+        if not hasattr(self, "_queue"):
+            self._queue: list[tuple[str, Any]] = []
+            self._flusher: asyncio.Task[None] | None = None
+        self._queue.append(item)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+
+    async def _flush(self) -> None:
+        limit = max(1, settings.API_MAX_EVENTS_PER_BATCH)
         try:
-            result = await database_sync_to_async(services.event_ingest)(
-                run_id=self.run_id, events=[event], token=self.token
+            while self._queue:
+                kind, value = self._queue[0]
+                if kind == "send":
+                    self._queue.pop(0)
+                    await self._send_reply(value)
+                elif kind == "close":
+                    self._queue.clear()
+                    await self.close(code=value)
+                else:
+                    batch = []
+                    while self._queue and self._queue[0][0] == "event" and len(batch) < limit:
+                        batch.append(self._queue.pop(0)[1])
+                    await self._ingest(batch)
+        except Exception:  # as an unhandled error in receive() did: log, close the socket
+            logger.exception("ingest socket for run %s failed", self.run_id)
+            self._queue.clear()
+            with contextlib.suppress(Exception):
+                await self.close(code=1011)
+
+    async def _ingest(self, events: list[Any]) -> None:
+        """Ingest a batch and ack each event; if it fails, ingest its events one by one."""
+        try:
+            # Not in the one thread-sensitive thread: channels dispatches every frame through
+            # it (close_old_connections), so an ingest there would hold up the frames that
+            # should queue for the next batch. One flush per socket keeps the order.
+            result = await database_sync_to_async(services.event_ingest, thread_sensitive=False)(
+                run_id=self.run_id, events=events, token=self.token
             )
         except ApiError as exc:
-            await self.send_json({"type": "error", "status": exc.status, **exc.as_dict()})
+            if len(events) > 1:
+                for event in events:  # the batch stored nothing: replay it event by event
+                    await self._ingest([event])
+                return
+            await self._send_reply({"type": "error", "status": exc.status, **exc.as_dict()})
             return
-        ack = result.acks[0]
-        await self.send_json({"type": "ack", "seq": ack["seq"], "flips": ack["flips"]})
+        for ack in result.acks:
+            await self._send_reply({"type": "ack", "seq": ack["seq"], "flips": ack["flips"]})
+
+    async def _send_reply(self, message: dict[str, Any]) -> None:
+        if not getattr(self, "_disconnected", False):  # the runtime re-sends unacked events
+            await self.send_json(message)
 
     async def encode_json(self, content: Any) -> str:  # type: ignore[override]
         return orjson.dumps(content).decode()

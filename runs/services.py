@@ -9,6 +9,8 @@ import logging
 import os
 import re
 import secrets
+import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,6 +21,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
+from django.db.backends.signals import connection_created
 from django.utils import timezone
 
 from contextadmin.models import Workflow
@@ -53,9 +56,81 @@ def _config_for(definitions_hash: str, definitions_json: str) -> ContextVariable
     return parse_config(orjson.loads(definitions_json)).config
 
 
+_configs_by_hash: dict[str, ContextVariablesFile] = {}
+
+
 def run_config(run: Run) -> ContextVariablesFile:
-    """Return the run's pinned definitions, parsed once per process."""
-    return _config_for(run.definitions_hash, dumps(run.definitions))
+    """Return the run's pinned definitions, parsed once per process.
+
+    Looked up by the definitions' hash first, so a run loaded without its ``definitions``
+    column (event_ingest defers it) does not read and decode them on every batch.
+    """
+    config = _configs_by_hash.get(run.definitions_hash)
+    if config is None:
+        config = _config_for(run.definitions_hash, dumps(run.definitions))
+        if len(_configs_by_hash) >= 256:
+            _configs_by_hash.clear()
+        _configs_by_hash[run.definitions_hash] = config
+    return config
+
+
+# -- the live state of runs this process ingests into ---------------------------------------
+_LIVE_STATES_MAX = 1024
+_live_states: dict[str, tuple[Any, int, str, RunState]] = {}
+
+
+def _live_state_take(run: Run) -> RunState:
+    """Return the run's state as of ``run.last_seq``: the one this process kept after its last
+    batch when it still matches (same run, same last seq), else rebuilt from ``run.state``.
+
+    The caller owns the returned state (it is removed from the cache): a batch that fails
+    half-way cannot leave a half-applied state behind. ``_live_state_keep`` puts it back after
+    the commit.
+    """
+    kept = _live_states.pop(run.pk, None)
+    if kept is not None and kept[:3] == (run.started_at, run.last_seq, run.definitions_hash):
+        return kept[3]
+    return RunState.from_dict(run_config(run), run.state)
+
+
+def _live_state_keep(run: Run, state: RunState) -> None:
+    if len(_live_states) >= _LIVE_STATES_MAX:
+        _live_states.pop(next(iter(_live_states)), None)
+    _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, state)
+
+
+# -- SQLite: keep each database's WAL open for the process's life ----------------------------
+_wal_holders: dict[str, sqlite3.Connection] = {}
+_wal_holders_lock = threading.Lock()
+
+
+def _hold_sqlite_wal(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """On a process's first connection to a SQLite file, open one idle connection and keep it.
+
+    Under ASGI every HTTP request runs in a new thread with a new connection. When the *last*
+    connection to a WAL database closes, SQLite checkpoints the whole WAL into the database,
+    fsyncs and deletes it, and the next request waits on that lock (docs/benchmarks.md: 5-10 ms
+    per request). An idle connection that holds no transaction keeps the WAL in place;
+    checkpoints still run as usual (every 1,000 pages, on commit).
+    """
+    if connection.vendor != "sqlite" or connection.is_in_memory_db():
+        return
+    name = str(connection.settings_dict["NAME"])
+    if name in _wal_holders:
+        return
+    with _wal_holders_lock:
+        if name in _wal_holders:
+            return
+        try:
+            holder = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
+            holder.execute("PRAGMA schema_version").fetchall()  # opens the WAL; no lock kept
+        except sqlite3.Error:  # an optimisation only: never fail a request for it
+            logger.warning("could not hold %s open; WAL checkpoints on close", name)
+            return
+        _wal_holders[name] = holder
+
+
+connection_created.connect(_hold_sqlite_wal, dispatch_uid="runs.services.hold_sqlite_wal")
 
 
 # -- API tokens -----------------------------------------------------------------------------
@@ -296,6 +371,9 @@ def _validated_events(events: Any) -> list[dict[str, Any]]:
     return events
 
 
+_INGEST_DEFERRED = ("definitions", "provenance", "warnings", "state")
+
+
 def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> IngestResult:
     """Append events to a run's log, derive flips, commit, then broadcast.
 
@@ -305,7 +383,10 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
     """
     events = _validated_events(events)
     with transaction.atomic():
-        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        # The big JSON columns are read only when needed: the state comes from this process's
+        # cache when it is current, the definitions from the config cache (by hash).
+        runs = Run.objects.select_for_update().defer(*_INGEST_DEFERRED).filter(pk=run_id)
+        run = next(iter(runs.order_by()[:1]), None)
         if run is None:
             raise NotFound(f"run_id: no run {run_id!r}")
         token_check_workflow(token=token, workflow_name=run.workflow_name)
@@ -331,8 +412,7 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
 def _apply_batch(
     run: Run, events: list[dict[str, Any]]
 ) -> tuple[IngestResult, list[RunEvent], list[Flip], list[RunSnapshot]]:
-    config = run_config(run)
-    state = RunState.from_dict(config, run.state)
+    state = _live_state_take(run)
     expected = run.last_seq + 1
     retried = [e["seq"] for e in events if e.get("seq") is not None and e["seq"] < expected]
     previous = (
@@ -405,6 +485,7 @@ def _apply_batch(
         run.state = state.to_dict()
         run.last_seq = stored[-1].seq
     result.last_seq = run.last_seq
+    transaction.on_commit(lambda: _live_state_keep(run, state))
     return result, stored, flips, snapshots
 
 
@@ -430,31 +511,55 @@ async def _group_send_bounded(layer: Any, group: str, message: dict[str, Any]) -
     await asyncio.wait_for(layer.group_send(group, message), timeout=BROADCAST_TIMEOUT_S)
 
 
+class _BroadcastFailed(Exception):
+    def __init__(self, group: str) -> None:
+        super().__init__(group)
+        self.group = group
+
+
+async def _group_sends_bounded(layer: Any, sends: list[tuple[str, dict[str, Any]]]) -> None:
+    for group, message in sends:
+        try:
+            await _group_send_bounded(layer, group, message)
+        except Exception as exc:
+            raise _BroadcastFailed(group) from exc
+
+
 def _group_send(group: str, message: dict[str, Any]) -> None:
     """Broadcast after commit, bounded in time: an unreachable layer (a Redis that drops
     packets would hold each send for its socket timeouts) costs one ingest at most
     BROADCAST_TIMEOUT_S, then broadcasts pause for BROADCAST_PAUSE_S. A skipped broadcast is a
     dropped message: inspectors refill from the log by seq."""
+    _group_sends([(group, message)])
+
+
+def _group_sends(sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """``_group_send`` several messages, in order, with one hop into the event loop (from a
+    sync thread under ASGI each hop is a thread switch: about 0.7 ms on 2 cores)."""
     global _broadcast_paused_until
     layer = get_channel_layer()
     if layer is None or time.monotonic() < _broadcast_paused_until:
         return
     try:
-        async_to_sync(_group_send_bounded)(layer, group, message)
-    except Exception:  # the log is the truth: inspectors resync from it by seq
+        async_to_sync(_group_sends_bounded)(layer, sends)
+    except Exception as exc:  # the log is the truth: inspectors resync from it by seq
         _broadcast_paused_until = time.monotonic() + BROADCAST_PAUSE_S
+        group = exc.group if isinstance(exc, _BroadcastFailed) else sends[0][0]
         logger.exception("broadcast to %s failed; inspectors will resync from the log", group)
 
 
 def _broadcast_events(run: Run, messages: list[tuple[int, str]]) -> None:
-    _group_send(run_group(run.pk), {"type": "run.events", "items": messages})
-    _broadcast_run(run)
+    _group_sends(
+        [(run_group(run.pk), {"type": "run.events", "items": messages}), _run_message(run)]
+    )
+
+
+def _run_message(run: Run) -> tuple[str, dict[str, Any]]:
+    from runs.selectors import run_summary
+
+    text = dumps({"type": "run", "run": run_summary(run=run)})
+    return RUNS_GROUP, {"type": "runs.run", "text": text}
 
 
 def _broadcast_run(run: Run) -> None:
-    from runs.selectors import run_summary
-
-    _group_send(
-        RUNS_GROUP,
-        {"type": "runs.run", "text": dumps({"type": "run", "run": run_summary(run=run)})},
-    )
+    _group_send(*_run_message(run))
