@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import logging
 import os
 import re
@@ -20,7 +21,7 @@ import orjson
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.backends.signals import connection_created
 from django.utils import timezone
 
@@ -392,7 +393,7 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
         token_check_workflow(token=token, workflow_name=run.workflow_name)
         result, stored, flips, snapshots = _apply_batch(run, events)
         if stored:
-            RunEvent.objects.bulk_create(stored)
+            _run_events_insert(stored)
             if flips:
                 Flip.objects.bulk_create(flips)
             if snapshots:
@@ -407,6 +408,46 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
             messages = [(e.seq, _event_message(e)) for e in stored]
             transaction.on_commit(lambda: _broadcast_events(run, messages))
     return result
+
+
+_RUN_EVENT_FIELDS = ("run", "seq", "type", "agent", "payload", "result", "received_at")
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits
+        return json.dumps(value)
+
+
+def _run_events_insert(stored: list[RunEvent]) -> None:
+    """``RunEvent.objects.bulk_create(stored)``; on SQLite one prepared INSERT run per row.
+
+    Django's per-row, per-field preparation (datetime adaptation, stdlib JSON) was half the
+    cost of a 100-event batch; the rows are the same: JSON text, one received_at per batch.
+    """
+    connection = connections[router.db_for_write(RunEvent)]
+    if connection.vendor != "sqlite" or not stored:
+        RunEvent.objects.bulk_create(stored)
+        return
+    now = timezone.now()
+    received_at = connection.ops.adapt_datetimefield_value(now)
+    meta = RunEvent._meta
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(meta.get_field(name).column) for name in _RUN_EVENT_FIELDS)
+    placeholders = ", ".join(["%s"] * len(_RUN_EVENT_FIELDS))
+    rows = []
+    for event in stored:
+        event.received_at = now
+        payload, result = _json_text(event.payload), _json_text(event.result)
+        rows.append(
+            (event.run_id, event.seq, event.type, event.agent, payload, result, received_at)
+        )
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})",  # noqa: S608
+            rows,
+        )
 
 
 def _apply_batch(
