@@ -134,6 +134,16 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
     class Media:
         css = {"all": ["contextadmin/admin.css"]}
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """Let whoever may delete a workflow delete its definitions with it.
+
+        The variable, trigger and hand-off lists are read-only (they deny delete), and Django
+        would otherwise refuse the cascade for want of those rights.
+        """
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        owned = {str(model._meta.verbose_name) for model in (Variable, Trigger, Handoff)}
+        return deleted, counts, perms_needed - owned, protected
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Workflow]:
         return (
             super()

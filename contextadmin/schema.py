@@ -602,7 +602,12 @@ def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
 
 # -- export -----------------------------------------------------------------------------------
 def config_export_dict(config: ContextVariablesFile, *, production: bool = False) -> dict[str, Any]:
-    """Return the canonical export as plain data (key order fixed by the models)."""
+    """Return the canonical export as plain data (key order fixed by the models).
+
+    The production variant has no environment variables, and no hand-offs gated on them.
+    """
+    from runs.engine.conditions import condition_names  # lazy: the engine imports this module
+
     section = config.context_variables
     out: dict[str, Any] = {}
     if section.database_name:
@@ -614,8 +619,14 @@ def config_export_dict(config: ContextVariablesFile, *, production: bool = False
             continue
         out[key] = [_variable_dict(v) for v in getattr(section, key)]
     document: dict[str, Any] = {"context_variables": out}
-    if config.handoffs:
-        document["handoffs"] = [h.model_dump(mode="json") for h in config.handoffs]
+    handoffs = config.handoffs
+    if production:
+        # Seed 000: in production the environment flags are absent, so a hand-off gated on one
+        # can never fire; it is left out so the production file stays valid on its own.
+        suppressed = {v.name for v in section.environment_variables}
+        handoffs = [h for h in handoffs if not suppressed & set(condition_names(h.condition))]
+    if handoffs:
+        document["handoffs"] = [h.model_dump(mode="json") for h in handoffs]
     return document
 
 

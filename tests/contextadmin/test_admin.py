@@ -336,6 +336,19 @@ def test_deleting_a_derived_variable_deletes_its_triggers(
     assert not Trigger.objects.exists()
 
 
+def test_deleting_a_workflow_deletes_its_definitions(
+    staff_client: Client, generator: Workflow
+) -> None:
+    url = reverse("admin:contextadmin_workflow_delete", args=[generator.pk])
+    confirm = staff_client.get(url)
+    assert confirm.status_code == 200
+    assert not confirm.context["perms_lacking"]
+    response = staff_client.post(url, {"post": "yes"})
+    assert response.status_code == 302
+    assert not Workflow.objects.exists()
+    assert not Variable.objects.exists() and not Trigger.objects.exists()
+
+
 # -- rules: each one shown next to the offending field, nothing saved ---------------------------
 HANDOFF = "__handoff__"
 

@@ -15,7 +15,7 @@ from contextadmin import schema, selectors, services
 from contextadmin.models import Trigger, Variable, Workflow
 from contextadmin.schema import ConfigError
 from contextadmin.services import ImportRefused, workflow_import
-from tests.contextadmin.conftest import db_dump
+from tests.contextadmin.conftest import EXAMPLE_PATH, db_dump
 
 pytestmark = pytest.mark.django_db
 
@@ -705,3 +705,31 @@ def test_import_never_fails_other_than_with_a_config_error(
     except ConfigError as exc:
         assert exc.issues and all(isinstance(i.message, str) and i.message for i in exc.issues)
     assert db_dump() == before
+
+
+def test_production_export_drops_handoffs_gated_on_environment_flags_and_stays_valid(db):
+    from contextadmin.schema import parse_config
+
+    data = json.loads(EXAMPLE_PATH.read_text())
+    data["handoffs"] = [
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "PlannerAgent",
+            "condition": "${interview_complete}",
+            "description": "",
+        },
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "BillingAgent",
+            "condition": "${monetization_enabled} and ${interview_complete}",
+            "description": "",
+        },
+    ]
+    workflow_import(name="Gated", data=data)
+    workflow = Workflow.objects.get(name="Gated")
+    production = json.loads(selectors.workflow_export(workflow=workflow, environment="production"))
+    development = json.loads(selectors.workflow_export(workflow=workflow))
+    assert [h["target_agent"] for h in development["handoffs"]] == ["PlannerAgent", "BillingAgent"]
+    assert [h["target_agent"] for h in production["handoffs"]] == ["PlannerAgent"]
+    assert production["context_variables"]["environment_variables"] == []
+    parse_config(production)  # valid on its own: no reference to a suppressed flag
