@@ -25,6 +25,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 60.0
 
 
 class ReportError(RuntimeError):
@@ -182,22 +183,34 @@ class RunReporter:
                         body=payload,
                     ) from None
                 last_error = exc
+                wait = _retry_after(exc)  # a 429 or 503 says how long to wait
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
                 last_error = exc
+                wait = None
             if attempt < self.retries:
+                pause = delay if wait is None else wait
                 logger.warning(
                     "%s %s failed (%s); retry %d in %.2fs",
                     method,
                     path,
                     last_error,
                     attempt + 1,
-                    delay,
+                    pause,
                 )
-                time.sleep(delay)
+                time.sleep(pause)
                 delay = min(delay * 2, 5.0)
         raise ReportError(
             f"{method} {path}: gave up after {self.retries + 1} attempts: {last_error}"
         )
+
+
+def _retry_after(exc: urllib.error.HTTPError) -> float | None:
+    """Return the server's Retry-After in seconds (capped at a minute), if it sent one."""
+    value = exc.headers.get("Retry-After") if exc.headers else None
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _error_body(exc: urllib.error.HTTPError) -> Any:

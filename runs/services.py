@@ -21,7 +21,7 @@ import orjson
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import connections, router, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.backends.signals import connection_created
 from django.utils import timezone
 
@@ -299,23 +299,30 @@ def run_start(
         }
         warnings = []
     state = RunState(config, values)
-    with transaction.atomic():
-        _token_runs_check(token, lock=True)
-        run = Run.objects.create(
-            **({"id": run_id} if run_id else {}),
-            workflow=workflow,
-            workflow_name=workflow_name,
-            definitions=definitions,
-            definitions_hash=hashlib.sha256(definitions_bytes).hexdigest(),
-            enterprise_id=enterprise_id,
-            environment=environment,
-            provenance=provenance,
-            warnings=warnings,
-            state=state.to_dict(),
-            token=token,
-        )
-        RunSnapshot.objects.create(run=run, seq=0, state=run.state)
-        transaction.on_commit(lambda: _broadcast_run(run))
+    try:
+        with transaction.atomic():
+            _token_runs_check(token, lock=True)
+            run = Run.objects.create(
+                **({"id": run_id} if run_id else {}),
+                workflow=workflow,
+                workflow_name=workflow_name,
+                definitions=definitions,
+                definitions_hash=hashlib.sha256(definitions_bytes).hexdigest(),
+                enterprise_id=enterprise_id,
+                environment=environment,
+                provenance=provenance,
+                warnings=warnings,
+                state=state.to_dict(),
+                token=token,
+            )
+            RunSnapshot.objects.create(run=run, seq=0, state=run.state)
+            transaction.on_commit(lambda: _broadcast_run(run))
+    except IntegrityError:
+        # A concurrent start with the same run_id won the race: answer as for a retry.
+        existing = Run.objects.filter(pk=run_id).first() if run_id else None
+        if existing is None:
+            raise
+        return _run_start_retry(existing, workflow_name=workflow_name, enterprise_id=enterprise_id)
     logger.info("run %s started for %s/%s (%s)", run.pk, workflow_name, enterprise_id, environment)
     return StartedRun(run=run, created=True)
 

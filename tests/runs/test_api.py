@@ -364,3 +364,32 @@ def test_unknown_run_is_404_and_wrong_content_type_415_and_huge_body_413(api: Ap
     response = api.post(f"/api/runs/{run_id}/events/", huge)
     assert response.status_code == 413
     assert response.json()["error"].startswith("body")
+
+
+def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypatch):
+    """Two starts race past the existence check: the loser answers like a retry, not a 500."""
+    from runs import services
+
+    real_config = services.workflow_config
+    raced = []
+
+    def config_after_a_competing_start(*, workflow):
+        if not raced:
+            raced.append(None)  # the competing start below must not race again
+            raced[0] = services.run_start(
+                workflow_name="Generator", enterprise_id="acme", run_id="race"
+            )
+        return real_config(workflow=workflow)
+
+    monkeypatch.setattr(services, "workflow_config", config_after_a_competing_start)
+    response = api.post(
+        "/api/runs/", {"workflow": "Generator", "enterprise_id": "acme", "run_id": "race"}
+    )
+    assert raced and raced[0].created
+    assert response.status_code == 200
+    assert response.json()["run_id"] == "race"
+    assert Run.objects.filter(pk="race").count() == 1
+    other = api.post(
+        "/api/runs/", {"workflow": "Generator", "enterprise_id": "globex", "run_id": "race"}
+    )
+    assert other.status_code == 409
