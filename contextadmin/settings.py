@@ -15,7 +15,6 @@ env = environ.Env(
     DJANGO_DEBUG=(bool, True),
     DJANGO_ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
     DJANGO_CSRF_TRUSTED_ORIGINS=(list, []),
-    DJANGO_SECURE_SSL=(bool, False),
     DJANGO_LOG_LEVEL=(str, "INFO"),
     ENVIRONMENT=(str, "development"),
     CONTEXT_INCLUDE_SCHEMA=(str, ""),
@@ -111,6 +110,9 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
+# Messages a channel may hold before the layer drops more: bounds a stalled inspector's memory.
+# A dropped message costs nothing lasting: inspectors refill gaps from the log by seq.
+CHANNEL_LAYER_CAPACITY = env.int("CHANNEL_LAYER_CAPACITY", default=200)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -120,7 +122,7 @@ if REDIS_URL:
             # A longer timeout (a URL's ?socket_timeout= still wins) keeps idle sockets alive.
             "CONFIG": {
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                "capacity": 1000,
+                "capacity": CHANNEL_LAYER_CAPACITY,
                 "expiry": 30,
             },
         }
@@ -129,7 +131,7 @@ else:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels.layers.InMemoryChannelLayer",
-            "CONFIG": {"capacity": 1000, "expiry": 30},
+            "CONFIG": {"capacity": CHANNEL_LAYER_CAPACITY, "expiry": 30},
         }
     }
 
@@ -177,7 +179,8 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG:
-    SECURE_SSL_REDIRECT = env("DJANGO_SECURE_SSL")
+    # HTTPS by default; DJANGO_SECURE_SSL=0 only behind a proxy that redirects itself, or in tests.
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL", default=True)
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=31_536_000)

@@ -61,6 +61,7 @@ def server_env(database_url: str, **extra: str) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="contextadmin.settings",
         DATABASE_URL=database_url,
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_SECURE_SSL="0",  # plain HTTP on loopback, also with DJANGO_DEBUG=0
         PYTHONUNBUFFERED="1",
     )
     env.pop("REDIS_URL", None)
