@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "contextadmin.middleware.SyncChainMiddleware",  # last: one thread hop per request (ASGI)
 ]
 
 ROOT_URLCONF = "contextadmin.urls"
