@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 
-from bench.http import Http
+from bench.http import Http, HttpError
 from bench.servers import Site
 from tests.support.processes import PROJECT, Daphne, free_port, wait_for_port
 
@@ -100,13 +100,15 @@ async def open_inspector(server: Daphne, site: Site, run_id: str) -> ClientConne
 class Delivery:
     """One paced repetition: latencies of every (socket, event), and what went wrong."""
 
-    latencies: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # from just before the send
+    queued: list[float] = field(default_factory=list)  # from the event's scheduled time
     missing: int = 0
     duplicates: int = 0
     out_of_order: int = 0
-    late_sends: int = 0
     events: int = 0
     sockets: int = 0
+    sends: int = 0  # requests (or frames) that carried the events
+    most_per_send: int = 0
 
     @property
     def exact(self) -> bool:
@@ -114,7 +116,7 @@ class Delivery:
 
 
 async def paced(
-    send: Callable[[int], Awaitable[None]],
+    send: Callable[[list[int]], Awaitable[list[int]]],
     sockets: Sequence[ClientConnection],
     *,
     events: int,
@@ -122,8 +124,12 @@ async def paced(
     rate: float,
     drain_timeout: float = 15.0,
 ) -> Delivery:
-    """Send seq 1..warmup+events at ``rate``/s; time each from just before its send to its
-    arrival (as ``{"type": "event", "seq"}``) on every socket."""
+    """A runtime produces events 1..warmup+events at ``rate``/s on an absolute schedule and
+    reports them one send at a time, as a runtime with a queue does: each send carries every
+    event produced since the last one began (one, while answers come within 1/rate). Each event
+    is timed from just before the send that carried it (and from its scheduled time: with the
+    wait in the queue) to its arrival as ``{"type": "event", "seq"}`` on every socket.
+    ``send(indices)`` returns the seqs the events got."""
     total = warmup + events
     arrivals: list[dict[int, float]] = [{} for _ in sockets]
     result = Delivery(events=events, sockets=len(sockets))
@@ -154,16 +160,35 @@ async def paced(
     watchers = [
         asyncio.create_task(watch(ws, seen)) for ws, seen in zip(sockets, arrivals, strict=True)
     ]
-    sent: dict[int, float] = {}
     start = perf() + 0.02
-    for seq in range(1, total + 1):
-        delay = start + (seq - 1) / rate - perf()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        elif delay < -0.002:
-            result.late_sends += 1
-        sent[seq] = perf()
-        await send(seq)
+    scheduled = {index: start + (index - 1) / rate for index in range(1, total + 1)}
+    sent: dict[int, float] = {}
+    produced_at: dict[int, float] = {}
+    pending: list[int] = []
+    ready = asyncio.Event()
+
+    async def produce() -> None:
+        for index in range(1, total + 1):
+            delay = scheduled[index] - perf()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            pending.append(index)
+            ready.set()
+
+    producer = asyncio.create_task(produce())
+    done = 0
+    while done < total:
+        await ready.wait()
+        batch, pending[:] = list(pending), []
+        ready.clear()
+        began = perf()
+        seqs = await send(batch)
+        for index, seq in zip(batch, seqs, strict=True):
+            sent[seq], produced_at[seq] = began, scheduled[index]
+        done += len(batch)
+        result.sends += 1
+        result.most_per_send = max(result.most_per_send, len(batch))
+    await producer
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(complete.wait(), drain_timeout)
     for task in watchers:
@@ -173,9 +198,33 @@ async def paced(
         for seq in range(warmup + 1, total + 1):
             if seq in seen:
                 result.latencies.append(seen[seq] - sent[seq])
+                result.queued.append(seen[seq] - produced_at[seq])
             else:
                 result.missing += 1
     return result
+
+
+class HttpPool:
+    """Keep-alive connections for concurrent requests: one request per connection at a time."""
+
+    def __init__(self, port: int, token: str | None) -> None:
+        self.port = port
+        self.token = token
+        self.idle: list[Http] = []
+        self.all: list[Http] = []
+
+    async def post(self, path: str, body: bytes) -> bytes:
+        http = self.idle.pop() if self.idle else None
+        if http is None:
+            http = Http("127.0.0.1", self.port, token=self.token)
+            self.all.append(http)
+        try:
+            return await http.request("POST", path, body)
+        finally:
+            self.idle.append(http)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(http.close() for http in self.all))
 
 
 async def product_latency(
@@ -188,21 +237,93 @@ async def product_latency(
     warmup: int,
     rate: float,
 ) -> Delivery:
-    """A runtime POSTs one event per request; inspectors (spread over ``watch_on``) get it."""
+    """A runtime POSTs its events (one per request while answers keep up); inspectors, spread
+    over ``watch_on``, get them."""
     run_id = await start_run(post_to, site)
     servers = list(itertools.islice(itertools.cycle(watch_on), sockets))
     inspectors = await asyncio.gather(*(open_inspector(s, site, run_id) for s in servers))
     http = Http("127.0.0.1", post_to.port, token=site.token)
     path = f"/api/runs/{run_id}/events/"
 
-    async def send(seq: int) -> None:
-        await http.request("POST", path, orjson.dumps({"events": [event(seq)]}))
+    async def send(indices: list[int]) -> list[int]:
+        body = orjson.dumps({"events": [event(index) for index in indices]})
+        return [
+            int(ack["seq"]) for ack in orjson.loads(await http.request("POST", path, body))["acks"]
+        ]
 
     try:
         return await paced(send, inspectors, events=events, warmup=warmup, rate=rate)
     finally:
         await http.close()
         await asyncio.gather(*(ws.close() for ws in inspectors))
+
+
+async def product_latency_ws(
+    site: Site, ingest_on: Daphne, watch_on: Daphne, *, events: int, warmup: int, rate: float
+) -> Delivery:
+    """As ``product_latency``, but the runtime sends each event over /ws/ingest/."""
+    run_id = await start_run(ingest_on, site)
+    inspector = await open_inspector(watch_on, site, run_id)
+    ingest = await ws_connect(
+        f"{ingest_on.ws_url}/ws/ingest/{run_id}/", {"Authorization": f"Bearer {site.token}"}
+    )
+
+    async def drain_acks() -> None:
+        async for _ in ingest:
+            pass
+
+    acks = asyncio.create_task(drain_acks())
+
+    async def send(indices: list[int]) -> list[int]:
+        for index in indices:  # one frame per event, never waiting for acks
+            await ingest.send(orjson.dumps(event(index)).decode())
+        return indices
+
+    try:
+        return await paced(send, [inspector], events=events, warmup=warmup, rate=rate)
+    finally:
+        acks.cancel()
+        await ingest.close()
+        await inspector.close()
+
+
+async def django_floor(
+    server: Daphne, *, requests: int, rate: float, concurrency: int
+) -> list[float]:
+    """What bounds B1: the same POST, answered 401 by runs.api before any database access.
+
+    Daphne, Django's request handling and middleware, the view's decorators and the JSON
+    error: everything a real ingest request pays before its first query. Paced like B1.
+    """
+    pool = HttpPool(server.port, None)
+    body = orjson.dumps({"events": [event(1)]})
+    times: list[float] = []
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        began = perf()
+        try:
+            await pool.post("/api/runs/floor/events/", body)
+        except HttpError as exc:
+            if exc.status != 401:
+                raise
+        finally:
+            slots.release()
+        times.append(perf() - began)
+
+    tasks = []
+    start = perf() + 0.02
+    try:
+        for index in range(requests):
+            delay = start + index / rate - perf()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await slots.acquire()
+            tasks.append(asyncio.create_task(one()))
+        await asyncio.gather(*tasks)
+    finally:
+        await pool.close()
+    return times
 
 
 async def relay_latency(
@@ -213,9 +334,11 @@ async def relay_latency(
     producer = await ws_connect(f"{relay.ws_url}/produce")
     await asyncio.sleep(0.05)  # let the relay register the consumers
 
-    async def send(seq: int) -> None:
-        message = {"type": "event", "seq": seq, "event": event(seq), "flips": [], "changes": {}}
-        await producer.send(orjson.dumps(message).decode())
+    async def send(indices: list[int]) -> list[int]:
+        for seq in indices:
+            message = {"type": "event", "seq": seq, "event": event(seq), "flips": [], "changes": {}}
+            await producer.send(orjson.dumps(message).decode())
+        return indices
 
     try:
         return await paced(send, consumers, events=events, warmup=warmup, rate=rate)

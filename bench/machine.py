@@ -27,6 +27,13 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
 def redis_version() -> str:
     try:
         out = subprocess.run(
@@ -52,8 +59,12 @@ class Machine:
         return cls(cpu_count(), cpu_model(), platform.python_version(), database)
 
     def tag(self, layer: str) -> str:
-        """A compact description printed on every figure line."""
-        return f"[{self.cpus} CPU {self.cpu}, Python {self.python}, {self.database}, layer {layer}]"
+        """A compact description printed on every figure line, with the 1-minute load average
+        as the figure finished (the cores may be shared with other work)."""
+        return (
+            f"[{self.cpus} CPU {self.cpu}, Python {self.python}, {self.database}, "
+            f"layer {layer}, load {load_average():.2f}]"
+        )
 
     def lines(self, layers: dict[str, str]) -> list[str]:
         out = [
