@@ -91,10 +91,13 @@ def ratio(a: float, b: float) -> str:
 
 
 class Bench:
-    def __init__(self, profile: Profile, workdir: Path, only: set[str] | None) -> None:
+    def __init__(
+        self, profile: Profile, workdir: Path, only: set[str] | None, live_database: str | None
+    ) -> None:
         self.profile = profile
         self.workdir = workdir
         self.only = only
+        self.live_database = live_database  # None: a SQLite file
         self.figures: list[Figure] = []
         self.machine: Machine | None = None
         self.layers: dict[str, str] = {}
@@ -202,12 +205,13 @@ class Bench:
 
     # -- live servers ---------------------------------------------------------------------------
     def live(self) -> None:
-        if not self.wanted("B1", "B2.http", "B2.ws", "B3", "B4"):
+        redis_figures = ("B4.B1", "B4.B2.http", "B4.B2.ws", "B4.B3")
+        if not self.wanted("B1", "B2.http", "B2.ws", "B3", *redis_figures):
             return
         from bench import live
         from bench.servers import daphnes, prepare_site, redis_server
 
-        site = prepare_site(self.workdir)
+        site = prepare_site(self.workdir, self.live_database)
         memory: dict[str, Figure] = {}
         with live.Relay(self.workdir / "relay.log") as relay:
             baseline_1 = self._relay(relay, 1, self.profile.latency_events)
@@ -216,7 +220,7 @@ class Bench:
             with daphnes(site, 1) as servers:
                 tag = self.tag("in-memory", "1 Daphne")
                 memory = self._live_figures(site, servers, servers, "", tag, baseline_1, baseline_n)
-        if self.wanted("B4"):
+        if self.wanted(*redis_figures):
             with redis_server(self.workdir) as redis, daphnes(site, 2, redis_url=redis.url) as two:
                 tag = self.tag("Redis (channels_redis)", "2 Daphnes")
                 self._live_figures(
@@ -433,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated figure ids or groups, e.g. B1,B4,B8")
     parser.add_argument("--output", help="write the results table here (full run: docs/...)")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="use a throwaway PostgreSQL cluster (tests/support/postgres.py) instead of SQLite",
+    )
     args = parser.parse_args(argv)
     profile = QUICK if args.quick else FULL
     output = args.output or (None if args.quick else str(PROJECT / "docs" / "benchmarks.md"))
@@ -441,11 +450,20 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="contextadmin-bench-"))
     began = time.monotonic()
-    bench = Bench(profile, workdir, only)
+    postgres = None
+    inprocess_url = f"sqlite:///{workdir / 'inprocess.sqlite3'}"
+    live_url = None
+    if args.postgres:
+        from tests.support.postgres import Postgres
+
+        postgres = Postgres().start()
+        inprocess_url = postgres.create_database("bench_inprocess")
+        live_url = postgres.create_database("bench_live")
+    bench = Bench(profile, workdir, only, live_url)
     try:
         from bench import indb
 
-        database = indb.django_setup(f"sqlite:///{workdir / 'inprocess.sqlite3'}")
+        database = indb.django_setup(inprocess_url)
         bench.machine = Machine.here(database)
         bench.layers = {
             "in-memory": "channels.layers.InMemoryChannelLayer (1 Daphne)",
@@ -458,6 +476,11 @@ def main(argv: list[str] | None = None) -> int:
         for step in steps:
             step()
     finally:
+        if postgres is not None:
+            from django.db import connections
+
+            connections.close_all()
+            postgres.stop()
         if args.keep:
             print(f"bench: kept {workdir}")
         else:

@@ -43,7 +43,15 @@ def database_label(connection: Any) -> str:
     if connection.vendor == "sqlite":
         return f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL)"
     version = ".".join(str(part) for part in connection.get_database_version())
-    return f"{connection.display_name} {version}"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        synchronous_commit = cursor.fetchone()[0]
+        cursor.execute("SHOW fsync")
+        fsync = cursor.fetchone()[0]
+    return (
+        f"{connection.display_name} {version} (synchronous_commit={synchronous_commit}, "
+        f"fsync={fsync})"
+    )
 
 
 # -- B5: export of a workflow with 1,000 variables --------------------------------------------

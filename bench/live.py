@@ -30,6 +30,7 @@ DEMO_EVENTS: list[dict[str, Any]] = [
     if line.strip()
 ]
 perf = time.perf_counter
+SETTLE_S = 0.5  # after opening the sockets, before the first event
 
 
 def event(seq: int) -> dict[str, Any]:
@@ -242,6 +243,7 @@ async def product_latency(
     run_id = await start_run(post_to, site)
     servers = list(itertools.islice(itertools.cycle(watch_on), sockets))
     inspectors = await asyncio.gather(*(open_inspector(s, site, run_id) for s in servers))
+    await asyncio.sleep(SETTLE_S)  # the sockets' snapshot reads are done: measure steady state
     http = Http("127.0.0.1", post_to.port, token=site.token)
     path = f"/api/runs/{run_id}/events/"
 
@@ -332,7 +334,7 @@ async def relay_latency(
     """The baseline: the same messages through the bare websockets relay."""
     consumers = [await ws_connect(f"{relay.ws_url}/consume") for _ in range(sockets)]
     producer = await ws_connect(f"{relay.ws_url}/produce")
-    await asyncio.sleep(0.05)  # let the relay register the consumers
+    await asyncio.sleep(SETTLE_S)  # let the relay register the consumers
 
     async def send(indices: list[int]) -> list[int]:
         for seq in indices:

@@ -42,9 +42,10 @@ class Site:
         return server_env(self.database_url, **extra)
 
 
-def prepare_site(workdir: Path) -> Site:
-    """Migrate a fresh SQLite file and create the workflow, a token and a staff session."""
-    database_url = f"sqlite:///{workdir / 'live.sqlite3'}"
+def prepare_site(workdir: Path, database_url: str | None = None) -> Site:
+    """Migrate a fresh database (a SQLite file unless given) and create the workflow, a token
+    and a staff session."""
+    database_url = database_url or f"sqlite:///{workdir / 'live.sqlite3'}"
     secret_key = secrets.token_urlsafe(50)
     env = server_env(
         database_url, DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secret_key, DJANGO_LOG_LEVEL="WARNING"
