@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import FIGURES, report
-from bench.machine import Machine, redis_version
+from bench.machine import Machine, redis_version, wait_for_quiet
 from bench.stats import Latency, Rates
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -94,6 +94,7 @@ class Bench:
     def __init__(
         self, profile: Profile, workdir: Path, only: set[str] | None, live_database: str | None
     ) -> None:
+        self.max_wait = 0.0 if profile.name == "quick" else 180.0
         self.profile = profile
         self.workdir = workdir
         self.only = only
@@ -110,9 +111,14 @@ class Bench:
         self.figures.append(figure)
         print(figure.line(), flush=True)
 
+    def quiet(self) -> None:
+        """Before a figure (full run): wait until other work leaves the CPUs idle."""
+        if self.max_wait:
+            self._busy = wait_for_quiet(max_wait=self.max_wait)
+
     def tag(self, layer: str, servers: str) -> str:
         assert self.machine is not None
-        return self.machine.tag(f"{layer}, {servers}")
+        return self.machine.tag(f"{layer}, {servers}", getattr(self, "_busy", None))
 
     # -- pure engine and in-process Django ----------------------------------------------------
     def engine(self) -> None:
@@ -120,6 +126,7 @@ class Bench:
 
         p = self.profile
         if self.wanted("B7"):
+            self.quiet()
             t = engine.b7_triggers(
                 triggers=1000,
                 events=p.trigger_events,
@@ -141,6 +148,7 @@ class Bench:
                 )
             )
         if self.wanted("B6"):
+            self.quiet()
             c = engine.b6_build_context(variables=200, collections=5, reps=p.context_reps)
             self.emit(
                 Figure(
@@ -162,6 +170,7 @@ class Bench:
 
         p = self.profile
         if self.wanted("B5"):
+            self.quiet()
             e = indb.b5_export(
                 sizes=(10, 100, 1000), reps=p.export_reps, naive_reps=max(2, p.export_reps // 3)
             )
@@ -181,6 +190,7 @@ class Bench:
                 )
             )
         if self.wanted("B8"):
+            self.quiet()
             s = indb.b8_state_at(
                 events=p.state_events,
                 batch=1000,
@@ -213,18 +223,21 @@ class Bench:
 
         site = prepare_site(self.workdir, self.live_database)
         memory: dict[str, Figure] = {}
+        self.quiet()
         with live.Relay(self.workdir / "relay.log") as relay:
             baseline_1 = self._relay(relay, 1, self.profile.latency_events)
             baseline_n = self._relay(relay, FANOUT, self.profile.fanout_events)
         if self.wanted("B1", "B2.http", "B2.ws", "B3"):
             with daphnes(site, 1) as servers:
-                tag = self.tag("in-memory", "1 Daphne")
-                memory = self._live_figures(site, servers, servers, "", tag, baseline_1, baseline_n)
+                layer = ("in-memory", "1 Daphne")
+                memory = self._live_figures(
+                    site, servers, servers, "", layer, baseline_1, baseline_n
+                )
         if self.wanted(*redis_figures):
             with redis_server(self.workdir) as redis, daphnes(site, 2, redis_url=redis.url) as two:
-                tag = self.tag("Redis (channels_redis)", "2 Daphnes")
+                layer = ("Redis (channels_redis)", "2 Daphnes")
                 self._live_figures(
-                    site, two[:1], two[1:], "B4.", tag, baseline_1, baseline_n, memory, two
+                    site, two[:1], two[1:], "B4.", layer, baseline_1, baseline_n, memory, two
                 )
 
     def _relay(self, relay: object, sockets: int, events: int) -> Latency:
@@ -252,7 +265,7 @@ class Bench:
         post_to: list,
         watch_on: list,
         prefix: str,
-        tag: str,
+        layer: tuple[str, str],
         baseline_1: Latency,
         baseline_n: Latency,
         memory: dict[str, Figure] | None = None,
@@ -310,6 +323,7 @@ class Bench:
             return f"{value / base:.2f}x the in-memory/1 Daphne rate" if base else ""
 
         if self.wanted(f"{prefix}B1"):
+            self.quiet()
             lat, reps = latency(1, p.latency_events)
             floor = Latency.of(
                 [
@@ -350,12 +364,13 @@ class Bench:
                 baseline=f"bare websockets relay p50 {ms(baseline_1.p50)}, "
                 f"p99 {ms(baseline_1.p99)}{versus('B1')}",
                 ratio=f"p50 {ratio(lat.p50, baseline_1.p50)}, p99 {ratio(lat.p99, baseline_1.p99)}",
-                setup=tag,
+                setup=self.tag(*layer),
             )
             out["B1"] = figure
             self.emit(figure)
         servers = ingest_servers or post_to
         if self.wanted(f"{prefix}B2.http"):
+            self.quiet()
             runs = [
                 asyncio.run(
                     live.ingest_http(
@@ -378,12 +393,13 @@ class Bench:
                 "≥ 5,000 events/s",
                 rates.median >= 5000 and all(r.verified for r in runs),
                 ratio=versus_rate("B2.http", rates.median),
-                setup=tag,
+                setup=self.tag(*layer),
                 value=rates.median,
             )
             out["B2.http"] = figure
             self.emit(figure)
         if self.wanted(f"{prefix}B2.ws"):
+            self.quiet()
             streams = max(WS_STREAMS, len(servers))
             runs = [
                 asyncio.run(
@@ -407,12 +423,13 @@ class Bench:
                 "≥ 1,000 events/s",
                 rates.median >= 1000 and all(r.verified for r in runs),
                 ratio=versus_rate("B2.ws", rates.median),
-                setup=tag,
+                setup=self.tag(*layer),
                 value=rates.median,
             )
             out["B2.ws"] = figure
             self.emit(figure)
         if self.wanted(f"{prefix}B3"):
+            self.quiet()
             lat, reps = latency(FANOUT, p.fanout_events)
             spread = "inspectors on both Daphnes, POST to A" if prefix else "1 Daphne"
             figure = Figure(
@@ -424,7 +441,7 @@ class Bench:
                 baseline=f"bare websockets relay to {FANOUT} sockets p50 {ms(baseline_n.p50)}, "
                 f"p99 {ms(baseline_n.p99)}{versus('B3')}",
                 ratio=f"p50 {ratio(lat.p50, baseline_n.p50)}, p99 {ratio(lat.p99, baseline_n.p99)}",
-                setup=tag,
+                setup=self.tag(*layer),
             )
             out["B3"] = figure
             self.emit(figure)

@@ -6,6 +6,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,35 @@ def load_average() -> float:
         return float("nan")
 
 
+def _cpu_times() -> tuple[int, int]:
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields), idle
+
+
+def cpu_busy(seconds: float = 1.0) -> float:
+    """The fraction of all CPUs busy over ``seconds`` (NaN where /proc/stat is missing)."""
+    try:
+        total0, idle0 = _cpu_times()
+        time.sleep(seconds)
+        total1, idle1 = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    total = total1 - total0
+    return 1.0 - (idle1 - idle0) / total if total else 0.0
+
+
+def wait_for_quiet(*, threshold: float = 0.15, max_wait: float = 0.0) -> float:
+    """Wait (up to ``max_wait`` s) until other work leaves the CPUs idle; return the busy
+    fraction last seen. The benchmark's own servers are idle when this is called."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        busy = cpu_busy()
+        if not busy > threshold or time.monotonic() >= deadline:
+            return busy
+        time.sleep(4)
+
+
 def redis_version() -> str:
     try:
         out = subprocess.run(
@@ -58,12 +88,14 @@ class Machine:
     def here(cls, database: str) -> Machine:
         return cls(cpu_count(), cpu_model(), platform.python_version(), database)
 
-    def tag(self, layer: str) -> str:
-        """A compact description printed on every figure line, with the 1-minute load average
-        as the figure finished (the cores may be shared with other work)."""
+    def tag(self, layer: str, busy_before: float | None = None) -> str:
+        """A compact description printed on every figure line: the 1-minute load average as
+        the figure finished and, when checked, how busy the CPUs were (with other work) just
+        before it started: the cores may be shared."""
+        quiet = "" if busy_before is None else f", CPUs {busy_before:.0%} busy before"
         return (
             f"[{self.cpus} CPU {self.cpu}, Python {self.python}, {self.database}, "
-            f"layer {layer}, load {load_average():.2f}]"
+            f"layer {layer}, load {load_average():.2f}{quiet}]"
         )
 
     def lines(self, layers: dict[str, str]) -> list[str]:
