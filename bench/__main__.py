@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
+import json
 import shlex
 import shutil
 import sys
@@ -455,11 +457,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", help="write the results table here (full run: docs/...)")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     parser.add_argument(
+        "--render",
+        metavar="JSON",
+        help="re-render the results of an earlier run (var/bench-last.json) into --output, "
+        "e.g. after editing bench/notes.md; the numbers and the command stay those of that run",
+    )
+    parser.add_argument(
         "--postgres",
         action="store_true",
         help="use a throwaway PostgreSQL cluster (tests/support/postgres.py) instead of SQLite",
     )
     args = parser.parse_args(argv)
+    if args.render:
+        return render(Path(args.render), Path(args.output or PROJECT / "docs" / "benchmarks.md"))
     profile = QUICK if args.quick else FULL
     output = args.output or (None if args.quick else str(PROJECT / "docs" / "benchmarks.md"))
     only = {item.strip() for item in args.only.split(",")} if args.only else None
@@ -467,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="contextadmin-bench-"))
     began = time.monotonic()
+    started = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
     postgres = None
     inprocess_url = f"sqlite:///{workdir / 'inprocess.sqlite3'}"
     live_url = None
@@ -486,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
             "in-memory": "channels.layers.InMemoryChannelLayer (1 Daphne)",
             "redis": f"channels_redis RedisChannelLayer on {redis_version()} (2 Daphnes)",
         }
-        print(f"bench: {profile.name} run, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
+        print(f"bench: {profile.name} run, {started}")
         for line in bench.machine.lines(bench.layers):
             print(line)
         steps: list[Callable[[], None]] = [bench.live, bench.engine, bench.in_database]
@@ -508,11 +519,28 @@ def main(argv: list[str] | None = None) -> int:
         f"bench: {len(bench.figures)} figures in {seconds:.0f} s; "
         f"missed: {', '.join(missed) or 'none'}"
     )
+    assert bench.machine is not None
+    saved = {
+        "figures": [dataclasses.asdict(f) for f in bench.figures],
+        "machine": dataclasses.asdict(bench.machine),
+        "layers": bench.layers,
+        "command": command,
+        "profile": profile.name,
+        "seconds": seconds,
+        "started": started,
+    }
+    (PROJECT / "var").mkdir(exist_ok=True)
+    (PROJECT / "var" / "bench-last.json").write_text(json.dumps(saved, indent=1))
     if output:
-        assert bench.machine is not None
         Path(output).write_text(
             report.markdown(
-                bench.figures, bench.machine, bench.layers, command, profile.name, seconds
+                bench.figures,
+                bench.machine,
+                bench.layers,
+                command,
+                profile.name,
+                seconds,
+                started,
             )
         )
         print(f"bench: wrote {output}")
@@ -521,6 +549,25 @@ def main(argv: list[str] | None = None) -> int:
     if absent:
         print(f"bench: figures not produced: {', '.join(absent)}", file=sys.stderr)
         return 1
+    return 0
+
+
+def render(saved_path: Path, output: Path) -> int:
+    """Write the markdown of a saved run (its numbers and command unchanged)."""
+    saved = json.loads(saved_path.read_text())
+    figures = [Figure(**f) for f in saved["figures"]]
+    output.write_text(
+        report.markdown(
+            figures,
+            Machine(**saved["machine"]),
+            saved["layers"],
+            saved["command"],
+            saved["profile"],
+            saved["seconds"],
+            saved["started"],
+        )
+    )
+    print(f"bench: rendered {saved_path} into {output}")
     return 0
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from bench.machine import Machine
@@ -14,27 +14,43 @@ METHOD = """\
 - Servers are real processes started with `tests/support/processes.py`: Daphne with
   `DJANGO_DEBUG=0` on a temp-file SQLite database (WAL, `synchronous=NORMAL`), the in-memory
   channel layer with one Daphne, or `channels_redis` on a throwaway `redis-server` with two
-  Daphnes. The database is prepared with `manage.py migrate`, `demo_setup` (the Generator
-  workflow), `create_api_token` and a staff session made with `Client.force_login`.
+  Daphnes (B4: events POSTed to Daphne A; the B1 inspector on Daphne B; B3's 50 inspectors
+  alternate between A and B; B2's two runtimes one per Daphne). The database is prepared with
+  `manage.py migrate`, `demo_setup` (the Generator workflow), `create_api_token` and a staff
+  session made with `Client.force_login`. `--postgres` runs everything on a throwaway
+  PostgreSQL cluster (`tests/support/postgres.py`) instead.
 - Clients run in the bench process: `websockets` (asyncio client, no compression) and a small
-  keep-alive HTTP/1.1 client (`bench/http.py`). Client and servers share the same cores.
-- Latency (B1, B3, B4) is measured from just before a runtime's `POST /api/runs/<id>/events/`
-  (one event per request, paced at 100 events/s on an absolute schedule) to the arrival of the
-  matching `{"type": "event", "seq": ...}` message on each inspector socket (`/ws/runs/<id>/`,
-  `Origin` + session cookie). Each repetition starts a new run, opens the sockets, sends a
-  warm-up, then the measured events; every socket must receive every seq exactly once and in
-  order. Percentiles pool the samples of all repetitions; the spread of per-repetition p99 is
-  shown too.
+  keep-alive HTTP/1.1 client (`bench/http.py`). Client and servers share the same two cores.
+- Latency (B1, B3, B4) is measured from just before the request (or frame) that carried an
+  event to the arrival of its `{"type": "event", "seq": ...}` message on each inspector socket
+  (`/ws/runs/<id>/`, `Origin` + session cookie). The runtime produces 100 events/s on an
+  absolute schedule (the demo run's events, cycled) and reports them as a runtime with a queue
+  does: one `POST /api/runs/<id>/events/` at a time, carrying every event produced since the
+  previous one began, which is one event per request while answers come within 10 ms. The
+  line also gives the latency from each event's scheduled time (its wait in the queue
+  included) and how many requests carried the events. Each repetition starts a new run, opens
+  the sockets, waits 0.5 s, sends a warm-up, then the measured events; every socket must
+  receive every seq exactly once and in order. Percentiles pool all repetitions' samples; the
+  spread of per-repetition p99s is shown too.
+- B1 also shows what bounds it, measured in the same run on the same server: the same POST
+  answered 401 by `runs.api` before any database access (Daphne + Django request handling),
+  and the same events sent one per frame over `/ws/ingest/` instead of HTTP.
 - The baseline of B1/B3 is a bare `websockets` relay process (`bench/relay.py`): the producer
   sends the same-sized message over a websocket and the relay forwards it to the consumer
-  sockets, with no parsing, database or channel layer; measured in the same run.
+  sockets, with no parsing, database or channel layer.
 - Throughput (B2) is measured per repetition (a new run each time) from the first request to
   the last response/ack; every event is committed before its response/ack. The median and the
   worst repetition are shown.
-- B5 and B8 run in one Django process on their own temp SQLite database; B6 against
-  `nx-27017` (MongoDB wire protocol over loopback TCP) with round trips counted by a pymongo
-  `CommandListener`; B7 is the pure engine (no Django database).
+- B5 and B8 run in one Django process on their own temp database; B6 against `nx-27017`
+  (MongoDB wire protocol over loopback TCP) with round trips counted by a pymongo
+  `CommandListener`; B7 is the pure engine (no database), its flips checked against the naive
+  scan's.
+- A full run waits before each figure (up to 180 s) until other work leaves the CPUs idle and
+  prints how busy they were; every line ends with the 1-minute load average.
 """
+
+
+NOTES = (Path(__file__).with_name("notes.md")).read_text()  # the findings (hand-written)
 
 
 def _cell(text: str) -> str:
@@ -48,9 +64,9 @@ def markdown(
     command: str,
     profile: str,
     seconds: float,
+    started: str,
     notes: str = "",
 ) -> str:
-    now = dt.datetime.now(dt.UTC)
     lines = [
         "# Benchmarks",
         "",
@@ -60,7 +76,7 @@ def markdown(
         f".venv/bin/{command.strip()}",
         "```",
         "",
-        f"{profile} run of {now:%Y-%m-%d %H:%M} UTC, {seconds:.0f} s. Machine:",
+        f"{profile} run started {started}, {seconds:.0f} s. Machine:",
         "",
     ]
     lines += [f"- {line}" for line in machine.lines(layers)]
@@ -84,7 +100,7 @@ def markdown(
         )
     lines += ["", "Every figure line as printed, with the machine it ran on:", "", "```"]
     lines += [f.line() for f in figures]
-    lines += ["```", "", METHOD]
+    lines += ["```", "", METHOD, NOTES]
     if notes:
         lines += ["", notes]
     return "\n".join(lines).rstrip() + "\n"
