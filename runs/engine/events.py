@@ -106,6 +106,8 @@ def validate_event(event: Any) -> list[str]:
     if "seq" in event and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
         problems.append("seq: must be a positive integer")
 
+    if "agent" in event and "sender" in event:  # one name per event: never store an unchecked one
+        problems.append("sender: give agent or sender (its alias), not both")
     sender_given = event.get("agent", event.get("sender"))
     sender = event_sender(event)
     sender_field = "agent" if "agent" in event or "sender" not in event else "sender"

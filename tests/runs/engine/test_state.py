@@ -273,6 +273,11 @@ def test_seq(seqs: list[int | None], error: tuple[int, int] | None) -> None:
         pytest.param(text("A", "hi"), [], id="agent-text"),
         pytest.param(text({"name": "A"}, "hi", seq=4), [], id="agent-as-mapping"),
         pytest.param({"type": "agent_text", "sender": "A", "text": ""}, [], id="sender-alias"),
+        pytest.param(
+            {"type": "agent_text", "agent": "A", "sender": {"name": [[[]]]}, "text": ""},
+            ["sender: give agent or sender (its alias), not both"],
+            id="agent-and-sender",
+        ),
         pytest.param(tool("t", "success", {"a": [1, 2.5, None]}), [], id="tool"),
         pytest.param(
             {"type": "context_set", "name": "x", "value": None}, [], id="context-set-null"
