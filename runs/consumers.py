@@ -67,6 +67,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         50 inspectors at 100 events/s made 5,000 thread switches a second (docs/benchmarks.md).
         """
         if message.get("type") == "run.events":
+            self._last_group_message = time.monotonic()
             await self.run_events(message)
             return
         await super().dispatch(message)
@@ -76,6 +77,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         self._lock = asyncio.Lock()
         self._resync_task: asyncio.Task[None] | None = None
         self._last_resync = 0.0
+        self._last_group_message = 0.0
         if not _is_staff(self.scope):
             await self.close(code=CLOSE_FORBIDDEN)
             return
@@ -149,10 +151,19 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def _resync_periodically(self) -> None:
         """The idle check: resync ``resync_interval`` s after events arrived, then less often
-        (doubling up to ``resync_max_interval`` s) while nothing changes."""
+        (doubling up to ``resync_max_interval`` s) while nothing changes.
+
+        Not while group messages keep arriving: then the membership works and a lost message
+        shows as a gap in the next one. (Every inspector of a busy run re-reading the log at
+        once every interval stalled a 50-socket fan-out for ~350 ms: docs/benchmarks.md.)
+        """
         delay, seen = self.resync_interval, self.last_seq
         while True:
             await asyncio.sleep(delay)
+            quiet_for = time.monotonic() - self._last_group_message
+            if quiet_for < self.resync_interval:
+                delay = self.resync_interval - quiet_for
+                continue
             try:
                 async with self._lock:
                     await self._resync()
