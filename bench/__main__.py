@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -468,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         help="use a throwaway PostgreSQL cluster (tests/support/postgres.py) instead of SQLite",
     )
     args = parser.parse_args(argv)
+    # A terminated run still stops its servers (the finally blocks run on SystemExit).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.render:
         return render(Path(args.render), Path(args.output or PROJECT / "docs" / "benchmarks.md"))
     profile = QUICK if args.quick else FULL
