@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import FIGURES, report
-from bench.machine import Machine, redis_version, wait_for_quiet
+from bench.machine import Machine, OtherWork, redis_version, wait_for_quiet
 from bench.stats import Latency, Rates
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -98,6 +98,7 @@ class Bench:
         self, profile: Profile, workdir: Path, only: set[str] | None, live_database: str | None
     ) -> None:
         self.max_wait = 0.0 if profile.name == "quick" else 180.0
+        self._other = OtherWork()
         self.profile = profile
         self.workdir = workdir
         self.only = only
@@ -115,13 +116,17 @@ class Bench:
         print(figure.line(), flush=True)
 
     def quiet(self) -> None:
-        """Before a figure (full run): wait until other work leaves the CPUs idle."""
+        """Before a figure: (full run) wait until other work leaves the CPUs idle; start
+        counting the CPU time other work takes while the figure runs."""
         if self.max_wait:
             self._busy = wait_for_quiet(max_wait=self.max_wait)
+        self._other.start()
 
     def tag(self, layer: str, servers: str) -> str:
         assert self.machine is not None
-        return self.machine.tag(f"{layer}, {servers}", getattr(self, "_busy", None))
+        return self.machine.tag(
+            f"{layer}, {servers}", getattr(self, "_busy", None), self._other.share()
+        )
 
     # -- pure engine and in-process Django ----------------------------------------------------
     def engine(self) -> None:
