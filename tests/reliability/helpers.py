@@ -12,7 +12,6 @@ import json
 import random
 import socket
 import sqlite3
-import subprocess
 import threading
 import time
 import urllib.error
@@ -26,7 +25,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.sync.client import connect
 
 from runs.client import RunReporter
-from tests.support.processes import BIN, Daphne, manage, wait_for_port
+from tests.support.processes import Daphne, manage
 
 PROJECT = Path(__file__).resolve().parents[2]  # where manage.py and contextadmin/ live
 DEMO_CONFIG = PROJECT / "contextadmin" / "demo" / "context_variables.json"
@@ -95,7 +94,7 @@ class Stack:
         """Start one more Daphne (``args``: extra daphne options, e.g. ping timings)."""
         env = {**self.env, **extra_env}
         log_path = self.workdir / f"daphne{len(self.servers)}.log"
-        server = DaphneWithArgs(env=env, log_path=log_path, args=args)
+        server = Daphne(env=env, log_path=log_path, args=args)
         self.servers.append(server)
         server.start()
         wait_http(f"{server.url}/admin/login/", process=server)
@@ -109,36 +108,6 @@ class Stack:
     def stop(self) -> None:
         for server in self.servers:
             server.stop()
-
-
-@dataclass
-class DaphneWithArgs(Daphne):
-    """tests.support.processes.Daphne with extra command-line options."""
-
-    args: tuple[str, ...] = ()
-
-    def start(self) -> DaphneWithArgs:
-        log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's life)
-        self.process = subprocess.Popen(
-            [
-                str(BIN / "daphne"),
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "--websocket-max-message-size",
-                "1048576",
-                *self.args,
-                "contextadmin.asgi:application",
-            ],
-            env=self.env,
-            cwd=PROJECT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-        wait_for_port(self.port, process=self.process)
-        return self
 
 
 def wait_http(url: str, *, process: Daphne | None = None, timeout: float = 30.0) -> None:

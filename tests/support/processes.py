@@ -77,6 +77,7 @@ class Daphne:
     log_path: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
+    args: tuple[str, ...] = ()  # extra Daphne options, e.g. ("--ping-timeout", "5")
 
     @property
     def url(self) -> str:
@@ -87,7 +88,7 @@ class Daphne:
         return f"ws://127.0.0.1:{self.port}"
 
     def start(self) -> Daphne:
-        log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's life)
+        log = open(self.log_path, "ab")  # noqa: SIM115  (handed to the child, then closed)
         self.process = subprocess.Popen(
             [
                 str(BIN / "daphne"),
@@ -97,6 +98,7 @@ class Daphne:
                 str(self.port),
                 "--websocket-max-message-size",
                 "1048576",
+                *self.args,
                 "contextadmin.asgi:application",
             ],
             env=self.env,
@@ -104,6 +106,7 @@ class Daphne:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+        log.close()  # the child holds its own copy
         wait_for_port(self.port, process=self.process)
         return self
 
