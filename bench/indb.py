@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import secrets
@@ -36,6 +37,7 @@ def django_setup(database_url: str) -> str:
     from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
+    gc.freeze()  # as a server process does once loaded (contextadmin/asgi.py)
     return database_label(connection)
 
 
