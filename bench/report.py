@@ -45,8 +45,13 @@ METHOD = """\
   (MongoDB wire protocol over loopback TCP) with round trips counted by a pymongo
   `CommandListener`; B7 is the pure engine (no database), its flips checked against the naive
   scan's.
-- A full run waits before each figure (up to 180 s) until other work leaves the CPUs idle and
-  prints how busy they were; every line ends with the 1-minute load average.
+- The two cores may be shared with other work: a full run waits before each figure (up to
+  180 s) until the CPUs are idle, and every line ends with the 1-minute load average, how busy
+  the CPUs were just before the figure and how much of them other work (processes that are
+  not the benchmark's) took while it ran.
+- `python -m bench --render var/bench-last.json` re-renders this file from the last run's
+  saved results (the numbers and the command stay that run's), e.g. after editing
+  `bench/notes.md`, which holds the sections below.
 """
 
 
