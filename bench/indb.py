@@ -116,6 +116,7 @@ def b5_export(*, sizes: tuple[int, ...], reps: int, naive_reps: int) -> Export:
         began = perf()
         _naive_export(workflow)
         naive.append(perf() - began)
+    body = workflow_export(workflow=Workflow.objects.get(name=f"Bench{size}"))
     return Export(
         queries, naive_queries, Timings(tuple(samples)), Timings(tuple(naive)), size, len(body)
     )
