@@ -188,8 +188,8 @@ class Bench:
             self.emit(
                 Figure(
                     "B5",
-                    f"workflow_export of {e.size:,} variables (development export {e.bytes:,} bytes; "
-                    "the repetitions alternate development and production)",
+                    f"workflow_export of {e.size:,} variables (development export "
+                    f"{e.bytes:,} bytes; the repetitions alternate development and production)",
                     f"{e.timings.ms()}; SQL queries {counts}",
                     "constant queries, p99 ≤ 200 ms",
                     constant and e.timings.p99 <= 0.200,
