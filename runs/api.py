@@ -1,11 +1,17 @@
-"""The runtime-facing HTTP API (DESIGN.md §6): thin views over services and selectors."""
+"""The runtime-facing HTTP API (DESIGN.md §6): thin views over services and selectors.
+
+``POST /api/runs/<run_id>/events/`` is the hot path of every run. Its whole pipeline is
+``events_post`` (plain arguments in, a ``Reply`` out), so it is served the same way by the
+Django view below and, under ASGI, by ``runs.consumers.EventsHttpConsumer`` outside Django's
+request handler (``runs.routing``; docs/benchmarks.md).
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -23,6 +29,32 @@ logger = logging.getLogger(__name__)
 
 def json_response(data: Any, *, status: int = 200) -> HttpResponse:
     return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An API answer before it is rendered, by Django (``http_response``) or plain ASGI."""
+
+    status: int
+    data: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of_error(cls, exc: ApiError) -> Reply:
+        """The JSON 4xx for an ApiError, with Retry-After when it says when to come back."""
+        headers = {}
+        if "retry_after" in exc.extra:
+            headers["Retry-After"] = str(exc.extra["retry_after"])
+        return cls(exc.status, exc.as_dict(), headers)
+
+    def content(self) -> bytes:
+        return orjson.dumps(self.data)
+
+    def http_response(self) -> HttpResponse:
+        response = HttpResponse(self.content(), status=self.status, content_type="application/json")
+        for name, value in self.headers.items():
+            response[name] = value
+        return response
 
 
 @dataclass
@@ -45,18 +77,26 @@ def caller_authenticate(request: HttpRequest, *, allow_session: bool) -> Caller:
     """Authenticate by bearer token, or (for reads) by a staff session."""
     header = request.headers.get("Authorization")
     if header:
-        secret = bearer_secret(header)
-        token = services.api_token_authenticate(secret=secret) if secret else None
-        if token is None:
-            raise Unauthorized("Authorization: invalid or revoked token")
-        token_rate_check(token)
-        return Caller(token=token)
+        return Caller(token=token_authenticate(authorization=header))
     user = getattr(request, "user", None)
     if allow_session and user is not None and user.is_authenticated:
         if not user.is_staff:
             raise Forbidden("staff access required")
         return Caller(staff=True)
     raise Unauthorized("Authorization: a Bearer token is required")
+
+
+def token_authenticate(*, authorization: str | None) -> ApiToken:
+    """Return the live token of an ``Authorization`` header and take one request from its
+    rate budget; raise Unauthorized (401) or RateLimited (429)."""
+    if not authorization:
+        raise Unauthorized("Authorization: a Bearer token is required")
+    secret = bearer_secret(authorization)
+    token = services.api_token_authenticate(secret=secret) if secret else None
+    if token is None:
+        raise Unauthorized("Authorization: invalid or revoked token")
+    token_rate_check(token)
+    return token
 
 
 def token_rate_check(token: ApiToken) -> None:
@@ -72,10 +112,7 @@ def token_rate_check(token: ApiToken) -> None:
 
 def error_response(exc: ApiError) -> HttpResponse:
     """Render an ApiError as JSON, with Retry-After when it says when to come back."""
-    response = json_response(exc.as_dict(), status=exc.status)
-    if "retry_after" in exc.extra:
-        response["Retry-After"] = str(exc.extra["retry_after"])
-    return response
+    return Reply.of_error(exc).http_response()
 
 
 def api_view(*, allow_session: bool) -> Callable[..., Callable[..., HttpResponse]]:
@@ -98,14 +135,27 @@ def api_view(*, allow_session: bool) -> Callable[..., Callable[..., HttpResponse
 
 def read_json_body(request: HttpRequest) -> dict[str, Any]:
     """Decode a JSON object body within the size limit, naming what is wrong."""
+    content_length_check(request.headers.get("Content-Length"))
+    content_type_check(request.content_type or "")
+    return body_decode(request.read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1))
+
+
+def content_length_check(length: str | None) -> None:
+    """Refuse a declared body over the limit (413) before any of it is read."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    length = request.headers.get("Content-Length")
     if length and length.isdigit() and int(length) > limit:
         raise TooLarge(f"body: {length} bytes, at most {limit}")
-    content_type = request.content_type or ""
+
+
+def content_type_check(content_type: str) -> None:
+    """Refuse a body that is not JSON (415); no Content-Type at all is taken as JSON."""
     if content_type and content_type != "application/json":
         raise BadRequest(f"Content-Type: expected application/json, got {content_type}", status=415)
-    body = request.read(limit + 1)
+
+
+def body_decode(body: bytes) -> dict[str, Any]:
+    """Decode a body read with at most one byte over the limit: a JSON object, else 413/400."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     if len(body) > limit:
         raise TooLarge(f"body: more than {limit} bytes")
     data = json_decode(body, what="body")
@@ -174,17 +224,44 @@ def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]
 
 @csrf_exempt
 @require_POST
-@api_view(allow_session=False)
-def run_events(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, dict[str, Any]]:
+def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     """POST /api/runs/<run_id>/events/ — append a batch of events (idempotent by seq)."""
-    body = read_json_body(request)
-    unknown = sorted(set(body) - {"events"})
-    if unknown:
-        raise BadRequest(f"{unknown[0]}: unknown field (expected events)")
-    if "events" not in body:
-        raise BadRequest("events: field required")
-    result = services.event_ingest(run_id=run_id, events=body["events"], token=caller.token)
-    return 200, {"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks}
+    return events_post(
+        run_id=run_id,
+        authorization=request.headers.get("Authorization"),
+        content_type=request.content_type or "",
+        content_length=request.headers.get("Content-Length"),
+        read_body=lambda: request.read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1),
+    ).http_response()
+
+
+def events_post(
+    *,
+    run_id: str,
+    authorization: str | None,
+    content_type: str,
+    content_length: str | None,
+    read_body: Callable[[], bytes],
+) -> Reply:
+    """Authenticate, validate and ingest one ``POST /api/runs/<run_id>/events/``.
+
+    ``read_body`` returns the body (at most one byte over the limit); it is called only once
+    the token is good, so an unauthenticated caller never gets its body read.
+    """
+    try:
+        token = token_authenticate(authorization=authorization)
+        content_length_check(content_length)
+        content_type_check(content_type)
+        body = body_decode(read_body())
+        unknown = sorted(set(body) - {"events"})
+        if unknown:
+            raise BadRequest(f"{unknown[0]}: unknown field (expected events)")
+        if "events" not in body:
+            raise BadRequest("events: field required")
+        result = services.event_ingest(run_id=run_id, events=body["events"], token=token)
+    except ApiError as exc:
+        return Reply.of_error(exc)
+    return Reply(200, {"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks})
 
 
 @require_GET

@@ -4,7 +4,8 @@ The bucket holds ``API_RATE_LIMIT_PER_MINUTE`` requests and refills at that many
 token may burst up to a minute's worth and then keeps the per-minute pace. It lives in this
 process (one Daphne, the embedded default); with ``REDIS_URL`` set it lives in Redis so every
 Daphne process draws on the same budget. If Redis fails, this process's own bucket stands in
-(a warning is logged) rather than refusing or failing requests.
+(a warning is logged) rather than refusing or failing requests, and Redis is not asked again
+for ``REDIS_PAUSE_S``: a Redis that never answers costs one request its timeout, not each.
 
 Open ingest sockets are counted per process (``API_MAX_SOCKETS_PER_TOKEN`` applies to each
 Daphne process). Limits are documented in docs/reliability.md.
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 REDIS_KEY = "contextadmin:ratelimit:{key}"
 REDIS_TIMEOUT_S = 0.5
 REDIS_WARN_EVERY_S = 30.0
+REDIS_PAUSE_S = 2.0  # after a failure, the process's own buckets for this long
 
 # KEYS[1]: the bucket; ARGV: capacity, refill per second. Returns {allowed, retry_after_ms}.
 # Redis's own clock, so processes on several machines agree.
@@ -141,6 +143,7 @@ local_buckets = LocalBuckets()
 socket_slots = SocketSlots()
 _redis_buckets: dict[str, RedisBuckets] = {}
 _redis_warned_at = -math.inf
+_redis_paused_until = -math.inf
 
 
 def _buckets() -> LocalBuckets | RedisBuckets:
@@ -157,12 +160,14 @@ def request_allow(*, key: str) -> Decision:
     per_minute = int(settings.API_RATE_LIMIT_PER_MINUTE)
     if per_minute <= 0:
         return Decision(True)
+    global _redis_paused_until
     buckets = _buckets()
-    if buckets is local_buckets:
+    if buckets is local_buckets or time.monotonic() < _redis_paused_until:
         return local_buckets.take(key, per_minute=per_minute)
     try:
         return buckets.take(key, per_minute=per_minute)
     except (redis.RedisError, OSError) as exc:  # limit locally rather than fail the request
+        _redis_paused_until = time.monotonic() + REDIS_PAUSE_S
         _warn_redis_down(exc)
         return local_buckets.take(key, per_minute=per_minute)
 
@@ -190,10 +195,10 @@ def socket_release(*, key: str) -> None:
 
 def reset() -> None:
     """Empty every in-process bucket and socket count (tests)."""
-    global _redis_warned_at
+    global _redis_warned_at, _redis_paused_until
     local_buckets.clear()
     socket_slots.clear()
-    _redis_warned_at = -math.inf
+    _redis_warned_at = _redis_paused_until = -math.inf
 
 
 def token_key(token: Any) -> str:

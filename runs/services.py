@@ -5,13 +5,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import json
 import logging
 import os
 import re
 import secrets
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -21,13 +18,13 @@ import orjson
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import IntegrityError, connections, router, transaction
-from django.db.backends.signals import connection_created
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextadmin.models import Workflow
 from contextadmin.schema import ConfigError, ContextVariablesFile, config_export_bytes, parse_config
 from contextadmin.selectors import workflow_config
+from runs.db import run_events_insert
 from runs.engine import DerivedContextManager, EventError, RunState, build_context, validate_event
 from runs.errors import BadRequest, Conflict, Forbidden, NotFound, RateLimited
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
@@ -98,40 +95,6 @@ def _live_state_keep(run: Run, state: RunState) -> None:
     if len(_live_states) >= _LIVE_STATES_MAX:
         _live_states.pop(next(iter(_live_states)), None)
     _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, state)
-
-
-# -- SQLite: keep each database's WAL open for the process's life ----------------------------
-_wal_holders: dict[str, sqlite3.Connection] = {}
-_wal_holders_lock = threading.Lock()
-
-
-def _hold_sqlite_wal(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """On a process's first connection to a SQLite file, open one idle connection and keep it.
-
-    Under ASGI every HTTP request runs in a new thread with a new connection. When the *last*
-    connection to a WAL database closes, SQLite checkpoints the whole WAL into the database,
-    fsyncs and deletes it, and the next request waits on that lock (docs/benchmarks.md: 5-10 ms
-    per request). An idle connection that holds no transaction keeps the WAL in place;
-    checkpoints still run as usual (every 1,000 pages, on commit).
-    """
-    if connection.vendor != "sqlite" or connection.is_in_memory_db():
-        return
-    name = str(connection.settings_dict["NAME"])
-    if name in _wal_holders:
-        return
-    with _wal_holders_lock:
-        if name in _wal_holders:
-            return
-        try:
-            holder = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
-            holder.execute("PRAGMA schema_version").fetchall()  # opens the WAL; no lock kept
-        except sqlite3.Error:  # an optimisation only: never fail a request for it
-            logger.warning("could not hold %s open; WAL checkpoints on close", name)
-            return
-        _wal_holders[name] = holder
-
-
-connection_created.connect(_hold_sqlite_wal, dispatch_uid="runs.services.hold_sqlite_wal")
 
 
 # -- API tokens -----------------------------------------------------------------------------
@@ -400,7 +363,7 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
         token_check_workflow(token=token, workflow_name=run.workflow_name)
         result, stored, flips, snapshots = _apply_batch(run, events)
         if stored:
-            _run_events_insert(stored)
+            run_events_insert(stored)
             if flips:
                 Flip.objects.bulk_create(flips)
             if snapshots:
@@ -415,46 +378,6 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
             messages = [(e.seq, _event_message(e)) for e in stored]
             transaction.on_commit(lambda: _broadcast_events(run, messages))
     return result
-
-
-_RUN_EVENT_FIELDS = ("run", "seq", "type", "agent", "payload", "result", "received_at")
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits
-        return json.dumps(value)
-
-
-def _run_events_insert(stored: list[RunEvent]) -> None:
-    """``RunEvent.objects.bulk_create(stored)``; on SQLite one prepared INSERT run per row.
-
-    Django's per-row, per-field preparation (datetime adaptation, stdlib JSON) was half the
-    cost of a 100-event batch; the rows are the same: JSON text, one received_at per batch.
-    """
-    connection = connections[router.db_for_write(RunEvent)]
-    if connection.vendor != "sqlite" or not stored:
-        RunEvent.objects.bulk_create(stored)
-        return
-    now = timezone.now()
-    received_at = connection.ops.adapt_datetimefield_value(now)
-    meta = RunEvent._meta
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(meta.get_field(name).column) for name in _RUN_EVENT_FIELDS)
-    placeholders = ", ".join(["%s"] * len(_RUN_EVENT_FIELDS))
-    rows = []
-    for event in stored:
-        event.received_at = now
-        payload, result = _json_text(event.payload), _json_text(event.result)
-        rows.append(
-            (event.run_id, event.seq, event.type, event.agent, payload, result, received_at)
-        )
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})",  # noqa: S608
-            rows,
-        )
 
 
 def _apply_batch(

@@ -5,6 +5,8 @@ Each refusal is a clear 4xx (413, 400 or 429) naming the limit, and stores nothi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
@@ -261,6 +263,34 @@ def test_a_redis_outage_falls_back_to_the_process_bucket(settings, caplog):
     assert decisions == [True, True, False]
     warnings = [r.getMessage() for r in caplog.records if r.name == "runs.ratelimit"]
     assert len(warnings) == 1 and "Redis unavailable" in warnings[0]
+
+
+@pytest.mark.redis
+def test_a_silent_redis_costs_one_request_its_timeout_not_every_request(settings, monkeypatch):
+    """A Redis that accepts connections but never answers: the first request waits the
+    limiter's timeout, the next ones (within REDIS_PAUSE_S) use the process's bucket at once;
+    after the pause Redis is asked again."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)  # accepts (the kernel does), never reads or answers
+    try:
+        settings.REDIS_URL = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+        settings.API_RATE_LIMIT_PER_MINUTE = 100
+        took = []
+        for _ in range(5):
+            started = time.monotonic()
+            assert ratelimit.request_allow(key="token:silent").allowed
+            took.append(time.monotonic() - started)
+        assert took[0] >= ratelimit.REDIS_TIMEOUT_S * 0.9
+        assert max(took[1:]) < 0.05, took
+        monkeypatch.setattr(ratelimit, "_redis_paused_until", time.monotonic())  # pause over
+        started = time.monotonic()
+        assert ratelimit.request_allow(key="token:silent").allowed
+        assert time.monotonic() - started >= ratelimit.REDIS_TIMEOUT_S * 0.9  # asked again
+    finally:
+        listener.close()
 
 
 def test_retry_after_header_reaches_the_runtime_client():

@@ -1,0 +1,141 @@
+"""Database plumbing the ORM does not give: what the hot paths of ingest need to be fast.
+
+- ``sqlite_wal_hold``: keep each SQLite file's WAL open for the process's life
+  (connected to ``connection_created`` in ``RunsConfig.ready``);
+- ``run_events_insert``: a batch of events in one prepared INSERT on SQLite;
+- ``kept_connection_sync_to_async``: run ORM code from async code in the thread pool, keeping
+  each pool thread's connection between calls.
+
+Each is measured in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from typing import Any
+
+import orjson
+from asgiref.sync import SyncToAsync
+from django.db import connections, router
+from django.utils import timezone
+
+from runs.models import RunEvent
+
+logger = logging.getLogger(__name__)
+
+# -- SQLite: keep each database's WAL open for the process's life ----------------------------
+_wal_holders: dict[str, sqlite3.Connection] = {}
+_wal_holders_lock = threading.Lock()
+
+
+def sqlite_wal_hold(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """On a process's first connection to a SQLite file, open one idle connection and keep it.
+
+    Under ASGI every HTTP request runs in a new thread with a new connection. When the *last*
+    connection to a WAL database closes, SQLite checkpoints the whole WAL into the database,
+    fsyncs and deletes it, and the next request waits on that lock (docs/benchmarks.md: 5-10 ms
+    per request). An idle connection that holds no transaction keeps the WAL in place;
+    checkpoints still run as usual (every 1,000 pages, on commit).
+    """
+    if connection.vendor != "sqlite" or connection.is_in_memory_db():
+        return
+    name = str(connection.settings_dict["NAME"])
+    if name in _wal_holders:
+        return
+    with _wal_holders_lock:
+        if name in _wal_holders:
+            return
+        try:
+            holder = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
+            holder.execute("PRAGMA schema_version").fetchall()  # opens the WAL; no lock kept
+        except sqlite3.Error:  # an optimisation only: never fail a request for it
+            logger.warning("could not hold %s open; WAL checkpoints on close", name)
+            return
+        _wal_holders[name] = holder
+
+
+_RUN_EVENT_FIELDS = ("run", "seq", "type", "agent", "payload", "result", "received_at")
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits
+        return json.dumps(value)
+
+
+def run_events_insert(stored: list[RunEvent]) -> None:
+    """``RunEvent.objects.bulk_create(stored)``; on SQLite one prepared INSERT run per row.
+
+    Django's per-row, per-field preparation (datetime adaptation, stdlib JSON) was half the
+    cost of a 100-event batch; the rows are the same: JSON text, one received_at per batch.
+    """
+    connection = connections[router.db_for_write(RunEvent)]
+    if connection.vendor != "sqlite" or not stored:
+        RunEvent.objects.bulk_create(stored)
+        return
+    now = timezone.now()
+    received_at = connection.ops.adapt_datetimefield_value(now)
+    meta = RunEvent._meta
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(meta.get_field(name).column) for name in _RUN_EVENT_FIELDS)
+    placeholders = ", ".join(["%s"] * len(_RUN_EVENT_FIELDS))
+    rows = []
+    for event in stored:
+        event.received_at = now
+        payload, result = _json_text(event.payload), _json_text(event.result)
+        rows.append(
+            (event.run_id, event.seq, event.type, event.agent, payload, result, received_at)
+        )
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})",  # noqa: S608
+            rows,
+        )
+
+
+# -- kept connections for the hot paths -----------------------------------------------------
+class KeptConnectionSyncToAsync(SyncToAsync):
+    """``database_sync_to_async`` for the ingest paths: runs in the thread pool (not the one
+    thread-sensitive thread) and keeps each pool thread's database connections between calls.
+
+    channels' version applies Django's request-end rules before and after every call; with
+    ``CONN_MAX_AGE = 0`` (the SQLite default here) that closes the connection every time, and
+    a new SQLite connection costs 0.6 ms. Here a connection with ``CONN_MAX_AGE = 0`` is kept
+    for the thread's life unless it is left in a transaction or broken; with any other
+    ``CONN_MAX_AGE`` (PostgreSQL: 60 s with health checks) Django's own rules apply. The pool
+    has a few threads, so at most that many connections are kept.
+    """
+
+    def __init__(self, func: Any) -> None:
+        super().__init__(func, thread_sensitive=False)
+
+    def thread_handler(self, loop: Any, *args: Any, **kwargs: Any) -> Any:
+        _kept_connections_check()
+        try:
+            return super().thread_handler(loop, *args, **kwargs)
+        finally:
+            _kept_connections_check()
+
+
+kept_connection_sync_to_async = KeptConnectionSyncToAsync
+
+
+def _kept_connections_check() -> None:
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None:
+            continue
+        if connection.settings_dict["CONN_MAX_AGE"] != 0:
+            connection.close_if_unusable_or_obsolete()
+        elif connection.in_atomic_block or (
+            connection.get_autocommit() != connection.settings_dict["AUTOCOMMIT"]
+        ):
+            connection.close()  # never carry a transaction into the next call
+        elif connection.errors_occurred:
+            if connection.is_usable():
+                connection.errors_occurred = False
+            else:
+                connection.close()
