@@ -378,8 +378,12 @@ class Bench:
                 f"any query (Daphne + the events endpoint) p50 {ms(fast_floor.p50)}, "
                 f"p99 {ms(fast_floor.p99)}. Same events sent over /ws/ingest/ instead: "
                 f"p50 {ms(ws_lat.p50)}, p99 {ms(ws_lat.p99)}; {exactness(over_ws)}",
-                "p50 ≤ 5 ms, p99 ≤ 20 ms",
-                lat.p50 <= 0.005 and lat.p99 <= 0.020 and all(d.exact for d in reps),
+                *target_of(
+                    prefix,
+                    "p50 ≤ 5 ms, p99 ≤ 20 ms",
+                    (lat.p50 <= 0.005, lat.p99 <= 0.020),
+                    all(d.exact for d in reps),
+                ),
                 baseline=f"bare websockets relay p50 {ms(baseline_1.p50)}, "
                 f"p99 {ms(baseline_1.p99)}; the same POSTs through Django's request handler "
                 f"(?{VIA_DJANGO[1:]}) p50 {ms(via_django.p50)}, p99 {ms(via_django.p99)}, "
@@ -459,8 +463,12 @@ class Bench:
                 f"{prefix}B3",
                 f"fan-out: {FANOUT} inspector sockets on one run @{RATE:.0f} events/s ({spread})",
                 f"{lat.ms()}; {exactness(reps)}",
-                "every socket gets every event, p99 ≤ 50 ms",
-                lat.p99 <= 0.050 and all(d.exact for d in reps),
+                *target_of(
+                    prefix,
+                    "every socket gets every event, p99 ≤ 50 ms",
+                    (lat.p99 <= 0.050,),
+                    all(d.exact for d in reps),
+                ),
                 baseline=f"bare websockets relay to {FANOUT} sockets p50 {ms(baseline_n.p50)}, "
                 f"p99 {ms(baseline_n.p99)}{versus('B3')}",
                 ratio=f"p50 {ratio(lat.p50, baseline_n.p50)}, p99 {ratio(lat.p99, baseline_n.p99)}",
@@ -469,6 +477,21 @@ class Bench:
             out["B3"] = figure
             self.emit(figure)
         return out
+
+
+def target_of(prefix: str, target: str, checks: tuple[bool, ...], exact: bool) -> tuple[str, bool]:
+    """The target text and verdict of a latency figure. B1/B3 have numeric targets; the
+    issue's target for B4 (the same on Redis with two Daphnes) is to be reported side by side
+    with the in-memory figures, so B4 lines are met when measured exactly (nothing lost,
+    duplicated or reordered) and name, for reference, whether the in-memory targets hold."""
+    if not prefix:
+        return target, all(checks) and exact
+    verdict = "also met" if all(checks) else "not met"
+    return (
+        f"side by side with in-memory/1 Daphne, every event exactly once (the in-memory "
+        f"target {target}: {verdict} here)",
+        exact,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

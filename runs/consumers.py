@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -435,11 +436,12 @@ class EventsHttpConsumer(AsyncHttpConsumer):
                 content_length=scope_header(scope, b"content-length"),
                 read_body=lambda: body,
             )
-        except Exception:  # as Django would: log it, answer 500 (in JSON, for the runtime)
-            logger.exception("POST %s failed", self.scope["path"])
+        except Exception:  # as Django would: log it with its traceback, answer 500 (in JSON)
+            _request_log(500, self.scope["path"], exc_info=True)
             reply = api.Reply(500, {"error": "server error: retry the batch (seq makes it safe)"})
-        if reply.status >= 400:
-            _request_log(reply.status, self.scope["path"])
+        else:
+            if reply.status >= 400:
+                _request_log(reply.status, self.scope["path"])
         content = reply.content()
         response_headers = [
             (b"Content-Type", b"application/json"),
@@ -468,12 +470,13 @@ def scope_is_secure(scope: dict[str, Any]) -> bool:
     return bool(scope.get("scheme") == "https")
 
 
-def _request_log(status: int, path: str) -> None:
-    """Log a 4xx/5xx as Django's handler does (logger ``django.request``, path only)."""
-    from http import HTTPStatus
-
+def _request_log(status: int, path: str, *, exc_info: bool = False) -> None:
+    """Log a 4xx/5xx as Django's handler does (logger ``django.request``, path only; a 500
+    with the exception's traceback)."""
     level = logging.ERROR if status >= 500 else logging.WARNING
-    logging.getLogger("django.request").log(level, "%s: %s", HTTPStatus(status).phrase, path)
+    logging.getLogger("django.request").log(
+        level, "%s: %s", HTTPStatus(status).phrase, path, exc_info=exc_info
+    )
 
 
 def _security_headers(*, secure: bool) -> list[tuple[bytes, bytes]]:

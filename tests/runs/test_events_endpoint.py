@@ -310,3 +310,19 @@ async def test_a_connection_left_in_a_transaction_or_broken_is_closed():
     for _ in range(12):
         await call_in_pool(_connection_id)()  # every thread still gets a working connection
     assert await sync_to_async(RunEvent.objects.count)() == 0
+
+
+async def test_an_unexpected_failure_is_a_json_500_logged_with_its_traceback(monkeypatch, caplog):
+    secret = await sync_to_async(_setup)()
+    await sync_to_async(_run)("run-1")
+
+    def fail(**kwargs: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(services, "event_ingest", fail)
+    response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
+    assert response["status"] == 500
+    assert "retry" in json.loads(response["body"])["error"]
+    errors = [r for r in caplog.records if r.name == "django.request" and r.levelname == "ERROR"]
+    assert len(errors) == 1 and errors[0].exc_info and "disk on fire" in str(errors[0].exc_info[1])
+    assert await sync_to_async(RunEvent.objects.count)() == 0
