@@ -2,7 +2,7 @@
 
 Runs every figure of docs/benchmarks.md on this machine and prints one line per figure, each
 starting with its id (``bench.FIGURES``). The full run writes docs/benchmarks.md; ``--quick``
-(run by the test suite) uses small sizes and writes nothing unless ``--output`` is given.
+(run by the test suite) and ``--only`` write nothing unless ``--output`` is given.
 """
 
 from __future__ import annotations
@@ -59,6 +59,10 @@ HTTP_STREAMS = 1
 WS_STREAMS = 1
 WS_WINDOW = 100
 IN_FLIGHT = 1  # the 401 floor: paced like B1, one request at a time
+REDIS_LAYERS = {  # settings.REDIS_CHANNEL_LAYER: the layer it configures
+    "pubsub": "channels_redis pub/sub, bounded: contextadmin.channel_layers",
+    "lists": "channels_redis RedisChannelLayer",
+}
 VIA_DJANGO = "?via=django"  # any query string sends the POST through Django (runs.routing)
 
 
@@ -96,8 +100,14 @@ def ratio(a: float, b: float) -> str:
 
 class Bench:
     def __init__(
-        self, profile: Profile, workdir: Path, only: set[str] | None, live_database: str | None
+        self,
+        profile: Profile,
+        workdir: Path,
+        only: set[str] | None,
+        live_database: str | None,
+        redis_layer: str = "pubsub",
     ) -> None:
+        self.redis_layer = redis_layer  # settings.REDIS_CHANNEL_LAYER for B4
         self.max_wait = 0.0 if profile.name == "quick" else 180.0
         self._other = OtherWork()
         self.profile = profile
@@ -244,8 +254,11 @@ class Bench:
                     site, servers, servers, "", layer, baseline_1, baseline_n
                 )
         if self.wanted(*redis_figures):
-            with redis_server(self.workdir) as redis, daphnes(site, 2, redis_url=redis.url) as two:
-                layer = ("Redis (channels_redis)", "2 Daphnes")
+            with (
+                redis_server(self.workdir) as redis,
+                daphnes(site, 2, redis_url=redis.url, redis_layer=self.redis_layer) as two,
+            ):
+                layer = (f"Redis ({REDIS_LAYERS[self.redis_layer]})", "2 Daphnes")
                 self._live_figures(
                     site, two[:1], two[1:], "B4.", layer, baseline_1, baseline_n, memory, two
                 )
@@ -511,14 +524,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="use a throwaway PostgreSQL cluster (tests/support/postgres.py) instead of SQLite",
     )
+    parser.add_argument(
+        "--redis-layer",
+        choices=sorted(REDIS_LAYERS),
+        default="pubsub",
+        help="the Redis channel layer of the B4 figures (REDIS_CHANNEL_LAYER; default pubsub)",
+    )
     args = parser.parse_args(argv)
     # A terminated run still stops its servers (the finally blocks run on SystemExit).
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.render:
         return render(Path(args.render), Path(args.output or PROJECT / "docs" / "benchmarks.md"))
     profile = QUICK if args.quick else FULL
-    output = args.output or (None if args.quick else str(PROJECT / "docs" / "benchmarks.md"))
     only = {item.strip() for item in args.only.split(",")} if args.only else None
+    # Only a full run of every figure replaces docs/benchmarks.md by default; a quick or partial
+    # run writes only where --output says (its table would drop the other figures).
+    whole = not args.quick and only is None
+    output = args.output or (str(PROJECT / "docs" / "benchmarks.md") if whole else None)
     command = "python -m bench " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
 
     workdir = Path(tempfile.mkdtemp(prefix="contextadmin-bench-"))
@@ -533,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         postgres = Postgres().start()
         inprocess_url = postgres.create_database("bench_inprocess")
         live_url = postgres.create_database("bench_live")
-    bench = Bench(profile, workdir, only, live_url)
+    bench = Bench(profile, workdir, only, live_url, args.redis_layer)
     try:
         from bench import indb
 
@@ -541,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         bench.machine = Machine.here(database)
         bench.layers = {
             "in-memory": "channels.layers.InMemoryChannelLayer (1 Daphne)",
-            "redis": f"channels_redis RedisChannelLayer on {redis_version()} (2 Daphnes)",
+            "redis": f"{REDIS_LAYERS[args.redis_layer]} on {redis_version()} (2 Daphnes)",
         }
         print(f"bench: {profile.name} run, {started}")
         for line in bench.machine.lines(bench.layers):

@@ -31,7 +31,7 @@ class Site:
     token: str
     session: str
 
-    def env(self, *, redis_url: str | None = None) -> dict[str, str]:
+    def env(self, *, redis_url: str | None = None, redis_layer: str = "pubsub") -> dict[str, str]:
         extra = {
             "DJANGO_DEBUG": "0",  # as in production: no query log, no debug pages
             "DJANGO_SECRET_KEY": self.secret_key,
@@ -39,6 +39,7 @@ class Site:
         }
         if redis_url:
             extra["REDIS_URL"] = redis_url
+            extra["REDIS_CHANNEL_LAYER"] = redis_layer
         return server_env(self.database_url, **extra)
 
 
@@ -67,13 +68,17 @@ def prepare_site(workdir: Path, database_url: str | None = None) -> Site:
 
 
 @contextlib.contextmanager
-def daphnes(site: Site, count: int, *, redis_url: str | None = None) -> Iterator[list[Daphne]]:
-    """Start ``count`` Daphne processes on the site's database (and Redis layer, if given)."""
+def daphnes(
+    site: Site, count: int, *, redis_url: str | None = None, redis_layer: str = "pubsub"
+) -> Iterator[list[Daphne]]:
+    """Start ``count`` Daphne processes on the site's database (and Redis layer, if given:
+    ``redis_layer`` is settings.REDIS_CHANNEL_LAYER, "pubsub" or "lists")."""
     servers: list[Daphne] = []
     try:
         for index in range(count):
             log = site.workdir / f"daphne-{'redis' if redis_url else 'memory'}-{index}.log"
-            servers.append(Daphne(env=site.env(redis_url=redis_url), log_path=log).start())
+            env = site.env(redis_url=redis_url, redis_layer=redis_layer)
+            servers.append(Daphne(env=env, log_path=log).start())
         yield servers
     finally:
         for server in servers:

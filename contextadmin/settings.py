@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -114,13 +115,25 @@ REDIS_URL = env("REDIS_URL")
 # Messages a channel may hold before the layer drops more: bounds a stalled inspector's memory.
 # A dropped message costs nothing lasting: inspectors refill gaps from the log by seq.
 CHANNEL_LAYER_CAPACITY = env.int("CHANNEL_LAYER_CAPACITY", default=200)
+# With REDIS_URL, how Daphne processes exchange group messages (docs/deploy.md): "pubsub"
+# (one PUBLISH per broadcast, each process fans out to its own sockets: docs/benchmarks.md B4)
+# or "lists" (channels_redis's RedisChannelLayer: one stored copy per member channel).
+REDIS_CHANNEL_LAYER = env.str("REDIS_CHANNEL_LAYER", default="pubsub")
+if REDIS_CHANNEL_LAYER not in ("pubsub", "lists"):
+    raise ImproperlyConfigured(
+        f"REDIS_CHANNEL_LAYER: {REDIS_CHANNEL_LAYER!r}, expected 'pubsub' or 'lists'"
+    )
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": (
+                "contextadmin.channel_layers.BoundedRedisPubSubChannelLayer"
+                if REDIS_CHANNEL_LAYER == "pubsub"
+                else "channels_redis.core.RedisChannelLayer"
+            ),
             # redis-py >= 6 reads with a 5 s socket timeout by default, the same 5 s a consumer
-            # blocks in BZPOPMIN: an idle socket's consumer then dies with "Timeout reading".
-            # A longer timeout (a URL's ?socket_timeout= still wins) keeps idle sockets alive.
+            # blocks in BZPOPMIN ("lists"): an idle socket's consumer then dies with "Timeout
+            # reading". A longer timeout (a URL's ?socket_timeout= still wins) keeps it alive.
             "CONFIG": {
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                 "capacity": CHANNEL_LAYER_CAPACITY,

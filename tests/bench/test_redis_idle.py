@@ -2,6 +2,7 @@
 
 channels_redis blocks 5 s in BZPOPMIN; redis-py's default 5 s socket timeout raced it and the
 consumer crashed with "Timeout reading" (close 1011). settings.py now sets a longer timeout.
+Both Redis layers (settings.REDIS_CHANNEL_LAYER) are checked.
 """
 
 from __future__ import annotations
@@ -18,9 +19,15 @@ from runs.client import RunReporter
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_an_idle_inspector_on_the_redis_layer_outlives_the_blocking_pop(tmp_path) -> None:
+@pytest.mark.parametrize("redis_layer", ["lists", "pubsub"])
+def test_an_idle_inspector_on_the_redis_layer_outlives_the_blocking_pop(
+    tmp_path, redis_layer: str
+) -> None:
     site = prepare_site(tmp_path)
-    with redis_server(tmp_path) as redis, daphnes(site, 1, redis_url=redis.url) as (server,):
+    with (
+        redis_server(tmp_path) as redis,
+        daphnes(site, 1, redis_url=redis.url, redis_layer=redis_layer) as (server,),
+    ):
         reporter = RunReporter(server.url, site.token, batch_size=1)
         run_id = reporter.start(workflow="Generator", enterprise_id="acme")
         headers = {"Origin": server.url, "Cookie": f"sessionid={site.session}"}

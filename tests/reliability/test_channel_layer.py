@@ -3,8 +3,10 @@ than the layer's expiry. The inspector consumer notices from the seqs (a gap), o
 dropped *tail* leaves no later message to reveal a gap), and refills from the log; a stalled
 consumer holds at most ``capacity`` messages, so it cannot make the server's memory grow.
 
-In-process through the real ASGI stack, with the in-memory layer and with channels_redis on a
-real redis-server, each configured small so the drops happen on purpose.
+In-process through the real ASGI stack, with the in-memory layer and with both Redis layers of
+settings.REDIS_CHANNEL_LAYER ("lists": channels_redis's RedisChannelLayer; "pubsub":
+contextadmin.channel_layers) on a real redis-server, each configured small so the drops happen
+on purpose.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Redis]:
         server.stop()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "lists", "pubsub"])
 def layer_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -53,7 +55,10 @@ def configure_layer(layer_kind: str, request: pytest.FixtureRequest, settings: A
         else:
             server = request.getfixturevalue("redis_server")
             redis_client.Redis.from_url(server.url).flushall()
-            backend = "channels_redis.core.RedisChannelLayer"
+            backend = {
+                "lists": "channels_redis.core.RedisChannelLayer",
+                "pubsub": "contextadmin.channel_layers.BoundedRedisPubSubChannelLayer",
+            }[layer_kind]
             config = {"hosts": [{"address": server.url, "socket_timeout": 30}]}  # as settings
         # Changing the setting makes channels build a fresh layer from it.
         settings.CHANNEL_LAYERS = {
@@ -81,6 +86,14 @@ class Stall:
             await original(consumer, message)
 
         monkeypatch.setattr(RunConsumer, "run_events", stalled)
+
+    async def caught(self) -> None:
+        """Wait until the consumer is held inside a group message."""
+        for _ in range(500):
+            if self.channel_name is not None:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the consumer never received a group message")
 
     def release(self) -> None:
         self.gate.set()
@@ -133,13 +146,25 @@ async def receive_seqs(comm: WebsocketCommunicator, *, quiet: float = 0.3) -> li
 async def pending_messages(kind: str, channel_name: str, redis_url: str | None) -> int:
     """How many messages wait for the consumer's channel inside the layer."""
     layer = get_channel_layer()
-    if kind == "memory":
-        queue = layer.channels.get(channel_name)
+    if kind in ("memory", "pubsub"):  # both hold messages in this process's queues
+        channels = layer.channels if kind == "memory" else layer._get_layer().channels
+        queue = channels.get(channel_name)
         return queue.qsize() if queue is not None else 0
     key = layer.prefix + layer.non_local_name(channel_name)
     waiting = redis_client.Redis.from_url(redis_url).zcard(key)
     local = layer.receive_buffer.get(channel_name)
     return int(waiting) + (local.qsize() if local is not None else 0)
+
+
+async def pubsub_all_arrived(channel_name: str, expected: int) -> None:
+    """Wait until the pub/sub layer has taken ``expected`` messages off Redis for the channel:
+    queued or dropped (the count of drops is the layer's)."""
+    layer = get_channel_layer()._get_layer()
+    for _ in range(500):
+        if layer.dropped + layer.channels[channel_name].qsize() >= expected:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"pub/sub: only {layer.dropped} dropped + queued of {expected}")
 
 
 async def close(comm: WebsocketCommunicator) -> None:
@@ -164,9 +189,12 @@ async def test_a_stalled_inspector_holds_at_most_capacity_messages_then_gets_the
     session, run_id = await sync_to_async(_setup)()
     stall = Stall(monkeypatch)
     comm = await open_inspector(run_id, session)
-    redis_url = request.getfixturevalue("redis_server").url if layer_kind == "redis" else None
-    await post_one_by_one(run_id, varied_events(total))
-    assert stall.channel_name is not None
+    redis_url = request.getfixturevalue("redis_server").url if layer_kind != "memory" else None
+    await post_one_by_one(run_id, varied_events(1))
+    await stall.caught()  # the consumer is stuck in its first message: the rest must wait
+    await post_one_by_one(run_id, varied_events(total - 1, start=2))
+    if layer_kind == "pubsub":  # published is not yet received: wait until all have arrived
+        await pubsub_all_arrived(stall.channel_name, total - 1)  # one is in the stalled handler
     held = await pending_messages(layer_kind, stall.channel_name, redis_url)
     assert held <= capacity, f"a stalled consumer holds {held} messages"
 
@@ -200,7 +228,11 @@ async def test_a_gap_from_a_full_channel_is_refilled_from_the_log(
     session, run_id = await sync_to_async(_setup)()
     stall = Stall(monkeypatch)
     comm = await open_inspector(run_id, session)
-    await post_one_by_one(run_id, varied_events(20))
+    await post_one_by_one(run_id, varied_events(1))
+    await stall.caught()
+    await post_one_by_one(run_id, varied_events(19, start=2))
+    if layer_kind == "pubsub":
+        await pubsub_all_arrived(stall.channel_name, 19)
     stall.release()
     first = await receive_seqs(comm)
     assert len(first) < 20
@@ -229,3 +261,4 @@ async def test_a_consumer_stalled_past_expiry_rejoins_and_catches_up_by_itself(
     await post_one_by_one(run_id, varied_events(5, start=6))  # live again after re-joining
     assert seqs + await receive_seqs(comm, quiet=1.0) == list(range(1, 11))
     await close(comm)
+

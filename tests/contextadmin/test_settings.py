@@ -1,0 +1,33 @@
+"""Settings read from the environment that pick an implementation, checked in a real
+``manage.py`` process (settings are read once, at start)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.processes import manage, server_env
+
+LAYER_OF = "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])"
+
+
+@pytest.mark.parametrize(
+    ("choice", "backend"),
+    [
+        (None, "contextadmin.channel_layers.BoundedRedisPubSubChannelLayer"),
+        ("pubsub", "contextadmin.channel_layers.BoundedRedisPubSubChannelLayer"),
+        ("lists", "channels_redis.core.RedisChannelLayer"),
+    ],
+)
+def test_redis_channel_layer_setting_picks_the_layer(tmp_path, choice, backend):
+    extra = {"REDIS_URL": "redis://127.0.0.1:6399/0"}
+    if choice is not None:
+        extra["REDIS_CHANNEL_LAYER"] = choice
+    env = server_env(f"sqlite:///{tmp_path / 'db.sqlite3'}", **extra)
+    assert manage(env, "shell", "-c", LAYER_OF).stdout.strip().splitlines()[-1] == backend
+
+
+def test_an_unknown_redis_channel_layer_is_refused_by_name(tmp_path):
+    env = server_env(f"sqlite:///{tmp_path / 'db.sqlite3'}", REDIS_CHANNEL_LAYER="kafka")
+    result = manage(env, "check", check=False)
+    assert result.returncode != 0
+    assert "REDIS_CHANNEL_LAYER: 'kafka', expected 'pubsub' or 'lists'" in result.stderr
