@@ -24,7 +24,7 @@ from django.utils import timezone
 from contextadmin.models import Workflow
 from contextadmin.schema import ConfigError, ContextVariablesFile, config_export_bytes, parse_config
 from contextadmin.selectors import workflow_config
-from runs.db import run_events_insert
+from runs.db import api_tokens_with_prefix, run_events_insert, run_fields_save, run_locked_get
 from runs.engine import DerivedContextManager, EventError, RunState, build_context, validate_event
 from runs.errors import BadRequest, Conflict, Forbidden, NotFound, RateLimited
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
@@ -127,8 +127,10 @@ def api_token_authenticate(*, secret: str) -> ApiToken | None:
     if match is None:
         return None
     presented = _token_hash(secret)
-    for token in ApiToken.objects.filter(prefix=match.group(1)).select_related("workflow"):
+    for token in api_tokens_with_prefix(match.group(1)):
         if hmac.compare_digest(token.secret_hash, presented) and not token.revoked:
+            if token.workflow_id is not None:  # loaded here: async callers check the scope
+                token.workflow  # noqa: B018
             now = timezone.now()
             if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
                 ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -356,8 +358,7 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
     with transaction.atomic():
         # The big JSON columns are read only when needed: the state comes from this process's
         # cache when it is current, the definitions from the config cache (by hash).
-        runs = Run.objects.select_for_update().defer(*_INGEST_DEFERRED).filter(pk=run_id)
-        run = next(iter(runs.order_by()[:1]), None)
+        run = run_locked_get(run_id=run_id, deferred=_INGEST_DEFERRED)
         if run is None:
             raise NotFound(f"run_id: no run {run_id!r}")
         token_check_workflow(token=token, workflow_name=run.workflow_name)
@@ -374,7 +375,7 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
                 if run.status in TERMINAL_STATUSES:
                     run.ended_at = timezone.now()
             run.flip_count += len(flips)
-            run.save(update_fields=["state", "last_seq", "flip_count", "status", "ended_at"])
+            run_fields_save(run, fields=("state", "last_seq", "flip_count", "status", "ended_at"))
             messages = [(e.seq, _event_message(e)) for e in stored]
             transaction.on_commit(lambda: _broadcast_events(run, messages))
     return result
