@@ -44,6 +44,7 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_TOO_MANY = 4429
+SERVER_ERROR = "server error: retry the batch (seq makes it safe)"
 TOKEN_RECHECK_S = 1.0  # an open ingest socket notices a revoked token within this long
 
 
@@ -369,9 +370,11 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
             # Not in the one thread-sensitive thread: channels dispatches every frame through
             # it (close_old_connections), so an ingest there would hold up the frames that
             # should queue for the next batch. One flush per socket keeps the order.
-            result = await kept_connection_sync_to_async(services.event_ingest)(
-                run_id=self.run_id, events=events, token=self.token
-            )
+            with services.broadcasts_collected() as broadcasts:
+                result = await kept_connection_sync_to_async(services.event_ingest)(
+                    run_id=self.run_id, events=events, token=self.token
+                )
+            await services.broadcasts_send(broadcasts)
         except ApiError as exc:
             if len(events) > 1:
                 for event in events:  # the batch stored nothing: replay it event by event
@@ -428,20 +431,24 @@ class EventsHttpConsumer(AsyncHttpConsumer):
 
     async def handle(self, body: bytes) -> None:
         scope = self.scope
-        try:
-            reply = await kept_connection_sync_to_async(api.events_post)(
-                run_id=scope["url_route"]["kwargs"]["run_id"],
-                authorization=scope_header(scope, b"authorization"),
-                content_type=parse_header_parameters(scope_header(scope, b"content-type") or "")[0],
-                content_length=scope_header(scope, b"content-length"),
-                read_body=lambda: body,
-            )
-        except Exception:  # as Django would: log it with its traceback, answer 500 (in JSON)
-            _request_log(500, self.scope["path"], exc_info=True)
-            reply = api.Reply(500, {"error": "server error: retry the batch (seq makes it safe)"})
-        else:
-            if reply.status >= 400:
-                _request_log(reply.status, self.scope["path"])
+        with services.broadcasts_collected() as broadcasts:
+            try:
+                reply = await kept_connection_sync_to_async(api.events_post)(
+                    run_id=scope["url_route"]["kwargs"]["run_id"],
+                    authorization=scope_header(scope, b"authorization"),
+                    content_type=parse_header_parameters(
+                        scope_header(scope, b"content-type") or ""
+                    )[0],
+                    content_length=scope_header(scope, b"content-length"),
+                    read_body=lambda: body,
+                )
+            except Exception:  # as Django would: log it with its traceback, answer 500 (JSON)
+                _request_log(500, self.scope["path"], exc_info=True)
+                reply = api.Reply(500, {"error": SERVER_ERROR})
+            else:
+                if reply.status >= 400:
+                    _request_log(reply.status, self.scope["path"])
+        await services.broadcasts_send(broadcasts)  # what was committed, before the answer
         content = reply.content()
         response_headers = [
             (b"Content-Type", b"application/json"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -10,6 +11,8 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -505,19 +508,49 @@ def _group_send(group: str, message: dict[str, Any]) -> None:
     _group_sends([(group, message)])
 
 
-def _group_sends(sends: list[tuple[str, dict[str, Any]]]) -> None:
-    """``_group_send`` several messages, in order, with one hop into the event loop (from a
-    sync thread under ASGI each hop is a thread switch: about 0.7 ms on 2 cores)."""
+_collected_broadcasts: ContextVar[list[tuple[str, dict[str, Any]]] | None] = ContextVar(
+    "collected_broadcasts", default=None
+)
+
+
+@contextlib.contextmanager
+def broadcasts_collected() -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """Within it, broadcasts made after commit are collected instead of sent, for an async
+    caller to send with ``broadcasts_send`` once its thread returns. The ingest paths use it:
+    sending from the worker thread costs a hop into the event loop and back (0.5 ms of a
+    one-event ingest here; docs/benchmarks.md)."""
+    collected: list[tuple[str, dict[str, Any]]] = []
+    token = _collected_broadcasts.set(collected)
+    try:
+        yield collected
+    finally:
+        _collected_broadcasts.reset(token)
+
+
+async def broadcasts_send(sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send group messages in order (see ``_group_send``); never raises."""
     global _broadcast_paused_until
     layer = get_channel_layer()
-    if layer is None or time.monotonic() < _broadcast_paused_until:
+    if not sends or layer is None or time.monotonic() < _broadcast_paused_until:
         return
     try:
-        async_to_sync(_group_sends_bounded)(layer, sends)
+        await _group_sends_bounded(layer, sends)
     except Exception as exc:  # the log is the truth: inspectors resync from it by seq
         _broadcast_paused_until = time.monotonic() + BROADCAST_PAUSE_S
         group = exc.group if isinstance(exc, _BroadcastFailed) else sends[0][0]
         logger.exception("broadcast to %s failed; inspectors will resync from the log", group)
+
+
+def _group_sends(sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """``_group_send`` several messages, in order, with one hop into the event loop (from a
+    sync thread under ASGI each hop is a thread switch), or none under ``broadcasts_collected``."""
+    collected = _collected_broadcasts.get()
+    if collected is not None:
+        collected.extend(sends)
+        return
+    if get_channel_layer() is None or time.monotonic() < _broadcast_paused_until:
+        return
+    async_to_sync(broadcasts_send)(sends)
 
 
 def _broadcast_events(run: Run, messages: list[tuple[int, str]]) -> None:

@@ -3,6 +3,7 @@ exactly as Django's view does, and every request Django would treat specially go
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -326,3 +327,41 @@ async def test_an_unexpected_failure_is_a_json_500_logged_with_its_traceback(mon
     errors = [r for r in caplog.records if r.name == "django.request" and r.levelname == "ERROR"]
     assert len(errors) == 1 and errors[0].exc_info and "disk on fire" in str(errors[0].exc_info[1])
     assert await sync_to_async(RunEvent.objects.count)() == 0
+
+
+async def test_ingest_from_async_code_collects_its_broadcasts_for_the_caller_to_send():
+    """broadcasts_collected: the worker thread sends nothing itself (no hop back into the loop);
+    the async caller sends what was committed, in order, with broadcasts_send."""
+    from channels.layers import get_channel_layer
+
+    await sync_to_async(_setup)()
+    await sync_to_async(_run)("run-1")
+    layer = get_channel_layer()
+    member = await layer.new_channel()
+    await layer.group_add(services.run_group("run-1"), member)
+    with services.broadcasts_collected() as collected:
+        await kept_connection_sync_to_async(services.event_ingest)(
+            run_id="run-1", events=[{**EVENT, "seq": 1}, {**EVENT, "seq": 2}]
+        )
+    assert [group for group, _ in collected] == [services.run_group("run-1"), services.RUNS_GROUP]
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.2):
+            await layer.receive(member)  # nothing was sent from the thread
+    await services.broadcasts_send(collected)
+    message = await layer.receive(member)
+    assert [seq for seq, _ in message["items"]] == [1, 2]
+
+
+async def test_an_event_post_reaches_an_inspector_group_before_its_answer():
+    from channels.layers import get_channel_layer
+
+    secret = await sync_to_async(_setup)()
+    await sync_to_async(_run)("run-1")
+    layer = get_channel_layer()
+    member = await layer.new_channel()
+    await layer.group_add(services.run_group("run-1"), member)
+    response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
+    assert response["status"] == 200
+    async with asyncio.timeout(0):  # already delivered when the answer came
+        message = await layer.receive(member)
+    assert [seq for seq, _ in message["items"]] == [1]
