@@ -13,12 +13,14 @@ METHOD = """\
 
 - Servers are real processes started with `tests/support/processes.py`: Daphne with
   `DJANGO_DEBUG=0` on a temp-file SQLite database (WAL, `synchronous=NORMAL`), the in-memory
-  channel layer with one Daphne, or `channels_redis` on a throwaway `redis-server` with two
-  Daphnes (B4: events POSTed to Daphne A; the B1 inspector on Daphne B; B3's 50 inspectors
-  alternate between A and B; B2's two runtimes one per Daphne). The database is prepared with
-  `manage.py migrate`, `demo_setup` (the Generator workflow), `create_api_token` and a staff
-  session made with `Client.force_login`. `--postgres` runs everything on a throwaway
-  PostgreSQL cluster (`tests/support/postgres.py`) instead.
+  channel layer with one Daphne, or the Redis layer of `REDIS_CHANNEL_LAYER` (`pubsub` by
+  default; `--redis-layer lists` for channels_redis's list layer) on a throwaway
+  `redis-server` with two Daphnes (B4: events POSTed to Daphne A; the B1 inspector on
+  Daphne B; B3's 50 inspectors alternate between A and B; B2's two runtimes one per Daphne).
+  The database is prepared with `manage.py migrate`, `demo_setup` (the Generator
+  workflow), `create_api_token` and a staff session made with `Client.force_login`.
+  `--postgres` runs everything on a throwaway PostgreSQL cluster (`tests/support/postgres.py`)
+  instead.
 - Clients run in the bench process: `websockets` (asyncio client, no compression) and a small
   keep-alive HTTP/1.1 client (`bench/http.py`). Client and servers share the same two cores.
 - Latency (B1, B3, B4) is measured from just before the request (or frame) that carried an
@@ -33,8 +35,9 @@ METHOD = """\
   receive every seq exactly once and in order. Percentiles pool all repetitions' samples; the
   spread of per-repetition p99s is shown too.
 - B1 also shows what bounds it, measured in the same run on the same server: the same POST
-  answered 401 by `runs.api` before any database access (Daphne + Django request handling),
-  and the same events sent one per frame over `/ws/ingest/` instead of HTTP.
+  answered 401 by `runs.api` before any database access (Daphne + the events endpoint), the
+  same events sent one per frame over `/ws/ingest/` instead of HTTP, and the same POSTs
+  through Django's request handler (`?via=django`: any query string routes them there).
 - The baseline of B1/B3 is a bare `websockets` relay process (`bench/relay.py`): the producer
   sends the same-sized message over a websocket and the relay forwards it to the consumer
   sockets, with no parsing, database or channel layer.
