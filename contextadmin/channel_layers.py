@@ -14,8 +14,8 @@ is the truth and inspectors refill any gap from it by seq (docs/reliability.md).
 What this subclass adds: channels_redis keeps each channel's messages in an unbounded
 ``asyncio.Queue``; here it holds at most ``capacity`` (``CHANNEL_LAYER_CAPACITY``) and drops
 newer ones, as the other layers do, so a stalled consumer cannot grow the process's memory.
-It overrides two internals of channels_redis 4.3 (``_get_layer``, ``_subscribe_to_channel``,
-``_receive_message``): pyproject.toml pins the minor version, and
+It overrides two internals of channels_redis 4.3 (``_get_layer``, ``_subscribe_to_channel``)
+and relies on its delivery calling ``put_nowait``: pyproject.toml pins the minor version, and
 tests/reliability/test_channel_layer.py checks the bound on a real redis-server.
 """
 
@@ -25,11 +25,7 @@ import asyncio
 import logging
 from typing import Any
 
-from channels_redis.pubsub import (
-    RedisPubSubChannelLayer,
-    RedisPubSubLoopLayer,
-    RedisSingleShardConnection,
-)
+from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer
 from channels_redis.utils import _wrap_close
 
 logger = logging.getLogger(__name__)
@@ -37,42 +33,29 @@ logger = logging.getLogger(__name__)
 DEFAULT_CAPACITY = 100  # as channels' layers
 
 
-class _BoundedShardConnection(RedisSingleShardConnection):
-    def _receive_message(self, message: dict[str, Any] | None) -> None:
-        if message is None:
+class DroppingQueue(asyncio.Queue):  # type: ignore[type-arg]
+    """A channel's queue that drops a message arriving when it is full (and counts it)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize=maxsize)
+        self.dropped = 0
+
+    def put_nowait(self, item: Any) -> None:
+        if self.full():
+            self.dropped += 1
+            logger.debug("a channel is full (%s messages): message dropped", self.maxsize)
             return
-        name = message["channel"]
-        if isinstance(name, bytes):
-            name = name.decode()
-        layer = self.channel_layer
-        if name in layer.channels:
-            layer.deliver(name, message["data"])
-        elif name in layer.groups:
-            for channel in layer.groups[name]:
-                if channel in layer.channels:
-                    layer.deliver(channel, message["data"])
+        super().put_nowait(item)
 
 
 class _BoundedLoopLayer(RedisPubSubLoopLayer):
     def __init__(self, *args: Any, capacity: int = DEFAULT_CAPACITY, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.capacity = capacity
-        self.dropped = 0
-        self._shards = [_BoundedShardConnection(shard.host, self) for shard in self._shards]
 
     async def _subscribe_to_channel(self, channel: str) -> None:
-        self.channels[channel] = asyncio.Queue(maxsize=self.capacity)
+        self.channels[channel] = DroppingQueue(maxsize=self.capacity)
         await self._get_shard(channel).subscribe(channel)
-
-    def deliver(self, channel: str, data: bytes) -> None:
-        """Queue a message for a local channel; drop it when the channel is full."""
-        try:
-            self.channels[channel].put_nowait(data)
-        except asyncio.QueueFull:
-            self.dropped += 1
-            logger.debug(
-                "channel %s is full (%s messages): message dropped", channel, self.capacity
-            )
 
 
 class BoundedRedisPubSubChannelLayer(RedisPubSubChannelLayer):
@@ -80,20 +63,16 @@ class BoundedRedisPubSubChannelLayer(RedisPubSubChannelLayer):
     ``capacity`` messages. ``expiry`` is accepted (the other layers' setting) and unused:
     a message waits only in its process's memory, bounded by ``capacity``."""
 
-    def __init__(
-        self, *args: Any, capacity: int = DEFAULT_CAPACITY, expiry: int | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.capacity = capacity
+    def __init__(self, *args: Any, expiry: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # capacity stays in kwargs, for each loop's layer
 
     def _get_layer(self) -> _BoundedLoopLayer:
+        """As channels_redis's, building the bounded loop layer."""
         loop = asyncio.get_running_loop()
         try:
             return self._layers[loop]  # type: ignore[no-any-return]
         except KeyError:
-            layer = _BoundedLoopLayer(
-                *self._args, capacity=self.capacity, channel_layer=self, **self._kwargs
-            )
+            layer = _BoundedLoopLayer(*self._args, channel_layer=self, **self._kwargs)
             self._layers[loop] = layer
             _wrap_close(self, loop)
             return layer

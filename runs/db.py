@@ -139,7 +139,8 @@ def api_tokens_with_prefix(prefix: str) -> list[ApiToken]:
     meta = ApiToken._meta
     quote = connection.ops.quote_name
     columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
-    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote('prefix')} = %s"  # noqa: S608
+    prefix_column = quote(meta.get_field("prefix").column)
+    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {prefix_column} = %s"  # noqa: S608
     return list(ApiToken.objects.using(connection.alias).raw(sql, [prefix]))
 
 

@@ -158,13 +158,13 @@ async def pending_messages(kind: str, channel_name: str, redis_url: str | None) 
 
 async def pubsub_all_arrived(channel_name: str, expected: int) -> None:
     """Wait until the pub/sub layer has taken ``expected`` messages off Redis for the channel:
-    queued or dropped (the count of drops is the layer's)."""
-    layer = get_channel_layer()._get_layer()
+    queued or dropped (the channel's queue counts its drops)."""
+    queue = get_channel_layer()._get_layer().channels[channel_name]
     for _ in range(500):
-        if layer.dropped + layer.channels[channel_name].qsize() >= expected:
+        if queue.dropped + queue.qsize() >= expected:
             return
         await asyncio.sleep(0.01)
-    raise AssertionError(f"pub/sub: only {layer.dropped} dropped + queued of {expected}")
+    raise AssertionError(f"pub/sub: only {queue.dropped} dropped + queued of {expected}")
 
 
 async def close(comm: WebsocketCommunicator) -> None:
