@@ -297,7 +297,7 @@ async def unauthorized_floor(
     """What bounds B1: the same POST, answered 401 by ``api.events_post`` before any database
     access: everything a real ingest request pays before its first query. Paced like B1.
 
-    Without ``query``: Daphne and the fast path (EventsHttpConsumer); with one, Daphne and
+    Without ``query``: Daphne and the fast path (runs.events_http); with one, Daphne and
     Django's request handling, middleware and view.
     """
     pool = HttpPool(server.port, None)

@@ -22,6 +22,29 @@ application = ProtocolTypeRouter(
     }
 )
 
+
+
+def daphne_tune() -> None:
+    """Switch off two things Twisted does for every request that Daphne never uses.
+
+    - Daphne hands each request's raw body to the application and never reads Twisted's
+      ``request.args``, yet Twisted parses every POST's Content-Type with the ``email`` package
+      (a quarter of a bare Daphne's CPU per POST here: docs/benchmarks.md, B1) and a form or
+      multipart body into ``args``. Twisted's switch for it, ``parsePOSTFormSubmission``, is a
+      constructor argument Daphne does not pass: fix its value on Daphne's request class.
+    - Twisted formats an access-log line for every request into its own log, which Daphne
+      discards (verbosity <= 1) or passes on as a second copy of its own access log.
+    """
+    try:
+        from daphne.http_protocol import HTTPFactory, WebRequest
+    except ImportError:  # not served by Daphne
+        return
+    WebRequest._parsePOSTFormSubmission = property(lambda self: False, lambda self, value: None)
+    HTTPFactory.log = lambda self, request: None
+
+
+daphne_tune()
+
 # What is loaded by now lives as long as the process: move it out of the collector's sight, so
 # a full collection scans only newer objects (it paused a Daphne 50-90 ms; docs/benchmarks.md).
 gc.freeze()

@@ -1,4 +1,9 @@
-"""The Redis channel layer for several Daphne processes: channels_redis's pub/sub layer, bounded.
+"""The channel layers: in memory for one Daphne process, Redis pub/sub for several.
+
+``InMemoryChannelLayer`` is channels' own, with a ``group_send`` that costs no tasks
+(docs/benchmarks.md, B1 and B3). The rest of this module is the Redis layer.
+
+The Redis layer for several Daphne processes: channels_redis's pub/sub layer, bounded.
 
 Why pub/sub (docs/benchmarks.md, B4): the run's broadcasts are group messages to every
 inspector of a run. channels_redis's list-based ``RedisChannelLayer`` stores one copy per
@@ -22,15 +27,36 @@ tests/reliability/test_channel_layer.py checks the bound on a real redis-server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
+from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer as ChannelsInMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer
 from channels_redis.utils import _wrap_close
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 100  # as channels' layers
+
+
+class InMemoryChannelLayer(ChannelsInMemoryChannelLayer):
+    """channels' in-memory layer, whose ``group_send`` hands each member its copy in turn.
+
+    channels' version starts a task per member and gathers them with ``as_completed``, though
+    each ``send`` finishes without waiting (a ``put_nowait``): for one event to one inspector
+    that was 8 % of a Daphne's CPU in B1 (py-spy), and 50 tasks per event in B3. Delivery is
+    the same: a copy per member, a full channel drops the message.
+    """
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        assert isinstance(message, dict), "Message is not a dict"  # as channels
+        self.require_valid_group_name(group)
+        self._clean_expired()
+        for channel in list(self.groups.get(group, ())):
+            with contextlib.suppress(ChannelFull):  # dropped, as channels does
+                await self.send(channel, message)
 
 
 class DroppingQueue(asyncio.Queue):  # type: ignore[type-arg]

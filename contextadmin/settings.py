@@ -144,7 +144,7 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "BACKEND": "contextadmin.channel_layers.InMemoryChannelLayer",
             "CONFIG": {"capacity": CHANNEL_LAYER_CAPACITY, "expiry": 30},
         }
     }

@@ -2,7 +2,7 @@
 
 ``POST /api/runs/<run_id>/events/`` is the hot path of every run. Its whole pipeline is
 ``events_post`` (plain arguments in, a ``Reply`` out), so it is served the same way by the
-Django view below and, under ASGI, by ``runs.consumers.EventsHttpConsumer`` outside Django's
+Django view below and, under ASGI, by ``runs.events_http`` outside Django's
 request handler (``runs.routing``; docs/benchmarks.md).
 """
 

@@ -15,19 +15,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
 from channels.db import database_sync_to_async
-from channels.exceptions import StopConsumer
-from channels.generic.http import AsyncHttpConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.conf import settings
-from django.utils.http import parse_header_parameters
 
-from runs import api, ratelimit, selectors, services
+from runs import ratelimit, selectors, services
 from runs.api import bearer_secret, json_decode, token_rate_check
 from runs.db import kept_connection_sync_to_async
 from runs.errors import ApiError, RateLimited
@@ -44,7 +40,6 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_TOO_MANY = 4429
-SERVER_ERROR = "server error: retry the batch (seq makes it safe)"
 TOKEN_RECHECK_S = 1.0  # an open ingest socket notices a revoked token within this long
 
 
@@ -391,120 +386,3 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
 
     async def encode_json(self, content: Any) -> str:  # type: ignore[override]
         return orjson.dumps(content).decode()
-
-
-class EventsHttpConsumer(AsyncHttpConsumer):
-    """``POST /api/runs/<run_id>/events/`` under ASGI, served outside Django's request handler.
-
-    It runs the view's own pipeline, ``api.events_post``, with one hop into the thread pool
-    (``kept_connection_sync_to_async``, as the ingest socket does).
-    Django's ASGI handler costs even a 401 about 3 ms of CPU here: a new thread and executor
-    per request, three hops between threads, the middleware chain (docs/benchmarks.md, B1).
-    ``runs.routing.http_application`` sends only plain requests here; anything Django would
-    treat specially (another method, an unknown Host, a redirect to HTTPS, NUL bytes, a query)
-    goes to Django. Responses carry the headers Django's middleware would add.
-    """
-
-    channel_layer_alias = "none"  # not configured: a request listens on no channel
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._received = 0
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        """No ``close_old_connections`` hop per message (see RunConsumer): the database is
-        used only through ``kept_connection_sync_to_async``."""
-        if message["type"] == "http.request":
-            await self.http_request(message)
-            return
-        await super().dispatch(message)
-
-    async def http_request(self, message: dict[str, Any]) -> None:
-        """Keep at most one byte over the body limit (enough for ``body_decode``'s 413)."""
-        chunk = message.get("body", b"")
-        if self._received <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            self.body.append(chunk)
-        self._received += len(chunk)
-        if not message.get("more_body"):
-            await self.handle(b"".join(self.body)[: settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1])
-            raise StopConsumer()
-
-    async def handle(self, body: bytes) -> None:
-        scope = self.scope
-        with services.broadcasts_collected() as broadcasts:
-            try:
-                reply = await kept_connection_sync_to_async(api.events_post)(
-                    run_id=scope["url_route"]["kwargs"]["run_id"],
-                    authorization=scope_header(scope, b"authorization"),
-                    content_type=parse_header_parameters(
-                        scope_header(scope, b"content-type") or ""
-                    )[0],
-                    content_length=scope_header(scope, b"content-length"),
-                    read_body=lambda: body,
-                )
-            except Exception:  # as Django would: log it with its traceback, answer 500 (JSON)
-                _request_log(500, self.scope["path"], exc_info=True)
-                reply = api.Reply(500, {"error": SERVER_ERROR})
-            else:
-                if reply.status >= 400:
-                    _request_log(reply.status, self.scope["path"])
-        await services.broadcasts_send(broadcasts)  # what was committed, before the answer
-        content = reply.content()
-        response_headers = [
-            (b"Content-Type", b"application/json"),
-            (b"Content-Length", str(len(content)).encode()),
-            *((name.encode(), value.encode()) for name, value in reply.headers.items()),
-            *_security_headers(secure=scope_is_secure(self.scope)),
-        ]
-        await self.send_response(reply.status, content, headers=response_headers)
-
-
-def scope_header(scope: dict[str, Any], name: bytes) -> str | None:
-    """The value of a request header (``name`` in lower case) as Django reads it: a header
-    sent more than once is its values joined with commas."""
-    values = [value.decode("latin-1") for key, value in scope["headers"] if key.lower() == name]
-    return ",".join(values) if values else None
-
-
-def scope_is_secure(scope: dict[str, Any]) -> bool:
-    """``request.is_secure()`` for an ASGI scope (honours SECURE_PROXY_SSL_HEADER)."""
-    proxy = settings.SECURE_PROXY_SSL_HEADER
-    if proxy:
-        header = proxy[0].removeprefix("HTTP_").replace("_", "-").lower().encode()
-        value = scope_header(scope, header)
-        if value is not None:
-            return value.split(",", 1)[0].strip() == proxy[1]
-    return bool(scope.get("scheme") == "https")
-
-
-def _request_log(status: int, path: str, *, exc_info: bool = False) -> None:
-    """Log a 4xx/5xx as Django's handler does (logger ``django.request``, path only; a 500
-    with the exception's traceback)."""
-    level = logging.ERROR if status >= 500 else logging.WARNING
-    logging.getLogger("django.request").log(
-        level, "%s: %s", HTTPStatus(status).phrase, path, exc_info=exc_info
-    )
-
-
-def _security_headers(*, secure: bool) -> list[tuple[bytes, bytes]]:
-    """The headers SecurityMiddleware and XFrameOptionsMiddleware add to a response."""
-    headers: list[tuple[bytes, bytes]] = []
-    if secure and settings.SECURE_HSTS_SECONDS:
-        hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"
-        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-            hsts += "; includeSubDomains"
-        if settings.SECURE_HSTS_PRELOAD:
-            hsts += "; preload"
-        headers.append((b"Strict-Transport-Security", hsts.encode()))
-    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
-        headers.append((b"X-Content-Type-Options", b"nosniff"))
-    policy = settings.SECURE_REFERRER_POLICY
-    if policy:
-        value = policy if isinstance(policy, str) else ",".join(policy)
-        headers.append((b"Referrer-Policy", value.encode()))
-    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
-        headers.append(
-            (b"Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY.encode())
-        )
-    headers.append((b"X-Frame-Options", settings.X_FRAME_OPTIONS.encode()))
-    return headers

@@ -17,11 +17,12 @@ import json
 import logging
 import sqlite3
 import threading
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from asgiref.sync import SyncToAsync
 from django.db import connections, router
+from django.db.models import Model
 from django.utils import timezone
 
 from runs.models import ApiToken, Run, RunEvent
@@ -107,11 +108,13 @@ def run_locked_get(*, run_id: str, deferred: tuple[str, ...]) -> Run | None:
     connection = connections[router.db_for_write(Run)]
     meta = Run._meta
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in meta.concrete_fields if f.name not in deferred)
+    fields = tuple(f for f in meta.concrete_fields if f.name not in deferred)
+    columns = ", ".join(quote(f.column) for f in fields)
     sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s"  # noqa: S608
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    return next(iter(Run.objects.using(connection.alias).raw(sql, [run_id])), None)
+    found = _models_from_rows(Run, connection=connection, fields=fields, sql=sql, params=[run_id])
+    return found[0] if found else None
 
 
 def run_fields_save(run: Run, *, fields: tuple[str, ...]) -> None:
@@ -138,10 +141,42 @@ def api_tokens_with_prefix(prefix: str) -> list[ApiToken]:
     connection = connections[router.db_for_read(ApiToken)]
     meta = ApiToken._meta
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
+    fields = tuple(meta.concrete_fields)
+    columns = ", ".join(quote(f.column) for f in fields)
     prefix_column = quote(meta.get_field("prefix").column)
     sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {prefix_column} = %s"  # noqa: S608
-    return list(ApiToken.objects.using(connection.alias).raw(sql, [prefix]))
+    return _models_from_rows(
+        ApiToken, connection=connection, fields=fields, sql=sql, params=[prefix]
+    )
+
+
+_Model = TypeVar("_Model", bound=Model)
+
+
+def _models_from_rows(
+    model: type[_Model], *, connection: Any, fields: tuple[Any, ...], sql: str, params: list[Any]
+) -> list[_Model]:
+    """``model.objects.raw(sql, params)`` for a query that selects ``fields``' columns in order:
+    the rows go through each field's database converters into ``model.from_db``, as the ORM
+    does, without ``RawQuerySet``'s per-query column mapping (0.1 ms a query here)."""
+    converters = []  # as SQLCompiler.get_converters: the backend's, then the field's own
+    for index, field in enumerate(fields):
+        column = field.get_col(model._meta.db_table)
+        found = [*connection.ops.get_db_converters(column), *column.get_db_converters(connection)]
+        if found:
+            converters.append((index, column, found))
+    attnames = [field.attname for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    instances = []
+    for row in rows:
+        values = list(row)
+        for index, column, field_converters in converters:
+            for converter in field_converters:
+                values[index] = converter(values[index], column, connection)
+        instances.append(model.from_db(connection.alias, attnames, values))
+    return instances
 
 
 # -- kept connections for the hot paths -----------------------------------------------------

@@ -13,14 +13,8 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from django.urls import path
 
-from runs.consumers import (
-    EventsHttpConsumer,
-    IngestConsumer,
-    RunConsumer,
-    RunListConsumer,
-    scope_header,
-    scope_is_secure,
-)
+from runs.consumers import IngestConsumer, RunConsumer, RunListConsumer
+from runs.events_http import events_http, scope_header, scope_is_secure
 
 EVENTS_PATH = re.compile(r"/api/runs/(?P<run_id>[^/]+)/events/")  # as runs/urls.py's route
 
@@ -40,9 +34,8 @@ websocket_application = URLRouter(
 
 
 def http_application(django_app: Any) -> Any:
-    """Send plain ``POST /api/runs/<run_id>/events/`` requests to EventsHttpConsumer (the
-    same pipeline as the Django view, without Django's per-request cost); all else to Django."""
-    events = EventsHttpConsumer.as_asgi()
+    """Send plain ``POST /api/runs/<run_id>/events/`` requests to ``events_http`` (the same
+    pipeline as the Django view, without Django's per-request cost); all else to Django."""
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         run_id = events_run_id(scope)
@@ -50,7 +43,7 @@ def http_application(django_app: Any) -> Any:
             await django_app(scope, receive, send)
             return
         route = {"args": (), "kwargs": {"run_id": run_id}}
-        await events(dict(scope, url_route=route), receive, send)
+        await events_http(dict(scope, url_route=route), receive, send)
 
     return application
 

@@ -483,7 +483,10 @@ _broadcast_paused_until = 0.0
 
 
 async def _group_send_bounded(layer: Any, group: str, message: dict[str, Any]) -> None:
-    await asyncio.wait_for(layer.group_send(group, message), timeout=BROADCAST_TIMEOUT_S)
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the send as a new task, two
+    # trips round the event loop per broadcast.
+    async with asyncio.timeout(BROADCAST_TIMEOUT_S):
+        await layer.group_send(group, message)
 
 
 class _BroadcastFailed(Exception):

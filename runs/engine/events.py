@@ -157,4 +157,12 @@ def validate_event(event: Any) -> list[str]:
             problems.append("status: required for run_status")
         elif status not in RUN_STATUSES:
             problems.append(f"status: must be one of {', '.join(RUN_STATUSES)}")
+    # Every other field is stored and broadcast as given (``tool`` on an agent_text, say): it
+    # must be plain JSON within the depth limit too, or storing it fails.
+    named = {problem.split(":", 1)[0] for problem in problems}
+    for key in EVENT_FIELDS:
+        if key in event and key not in named and key != sender_field:
+            problem = _json_problem(key, event[key])
+            if problem:
+                problems.append(problem)
     return problems

@@ -51,7 +51,7 @@ def configure_layer(layer_kind: str, request: pytest.FixtureRequest, settings: A
 
     def configure(*, capacity: int, expiry: int = 30) -> None:
         if layer_kind == "memory":
-            backend, config = "channels.layers.InMemoryChannelLayer", {}
+            backend, config = "contextadmin.channel_layers.InMemoryChannelLayer", {}  # as settings
         else:
             server = request.getfixturevalue("redis_server")
             redis_client.Redis.from_url(server.url).flushall()
@@ -261,4 +261,3 @@ async def test_a_consumer_stalled_past_expiry_rejoins_and_catches_up_by_itself(
     await post_one_by_one(run_id, varied_events(5, start=6))  # live again after re-joining
     assert seqs + await receive_seqs(comm, quiet=1.0) == list(range(1, 11))
     await close(comm)
-

@@ -1,4 +1,4 @@
-"""``POST /api/runs/<run_id>/events/`` under ASGI: the fast path (EventsHttpConsumer) answers
+"""``POST /api/runs/<run_id>/events/`` under ASGI: the fast path (runs.events_http) answers
 exactly as Django's view does, and every request Django would treat specially goes to Django."""
 
 from __future__ import annotations

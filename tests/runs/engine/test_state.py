@@ -374,6 +374,25 @@ def test_validate_event_bounds_nesting() -> None:
     assert validate_event(tool("t", data=data)) == ["data: nested more than 64 levels"]
 
 
+@pytest.mark.parametrize(
+    "field, base",
+    [
+        ("tool", {"type": "agent_text", "agent": "A", "text": "hi"}),  # a field its type ignores
+        ("data", {"type": "agent_text", "agent": "A", "text": "hi"}),
+        ("status", {"type": "agent_text", "agent": "A", "text": "hi"}),
+        ("value", {"type": "run_status", "status": "running"}),
+    ],
+)
+def test_validate_event_bounds_nesting_of_every_field(field: str, base: dict[str, Any]) -> None:
+    """Found by the API fuzz test: 250 levels in ``tool`` of an agent_text passed validation
+    and failed to serialize for the broadcast (a 500)."""
+    nested: Any = "leaf"
+    for _ in range(250):
+        nested = {"k": [nested]}
+    assert validate_event({**base, field: nested}) == [f"{field}: nested more than 64 levels"]
+    assert validate_event({**base, field: {"plain": [1, "two", None]}}) == []
+
+
 # -- snapshots and replay ---------------------------------------------------------------------
 def test_demo_log_replays_to_the_live_state() -> None:
     ctx = build_context(demo_config(), workflow_name="Generator", enterprise_id="acme", environ={})
