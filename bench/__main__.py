@@ -471,7 +471,7 @@ class Bench:
         if self.wanted(f"{prefix}B3"):
             self.quiet()
             lat, reps = latency(FANOUT, p.fanout_events)
-            spread = "inspectors on both Daphnes, POST to A" if prefix else "1 Daphne"
+            spread = "inspectors on Daphne B, POST to A" if prefix else "1 Daphne"
             figure = Figure(
                 f"{prefix}B3",
                 f"fan-out: {FANOUT} inspector sockets on one run @{RATE:.0f} events/s ({spread})",

@@ -481,3 +481,51 @@ def test_no_secret_reaches_the_logs(site, client, caplog, settings, monkeypatch)
     assert "SELECT" in logged, "the query log was on"
     for value in (secret, secret.split("_", 2)[2], wrong, "sk-secret-zq81", "aws-secret-zq82"):
         assert value not in logged
+
+
+def _inspector_sessions():
+    """Sessions of every kind a browser could present to an inspector socket."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+
+    def session_of(user) -> str:
+        client = Client()
+        client.force_login(user)
+        return client.cookies["sessionid"].value
+
+    staff = users.create_user("staff", password="pw-12345678", is_staff=True)
+    inactive = users.create_user("gone", password="pw-12345678", is_staff=True)
+    changed = users.create_user("moved", password="pw-12345678", is_staff=True)
+    sessions = {
+        "staff": session_of(staff),
+        "not staff": session_of(users.create_user("op", password="pw-12345678")),
+        "inactive staff": session_of(inactive),
+        "staff whose password changed": session_of(changed),
+        "made-up session key": "x" * 32,
+    }
+    inactive.is_active = False
+    inactive.save()
+    changed.set_password("another-pw-87654321")
+    changed.save()
+    logged_out = Client()
+    logged_out.force_login(staff)
+    sessions["logged out"] = logged_out.cookies["sessionid"].value
+    logged_out.logout()
+    workflow_import(name="Generator", data=demo_config())
+    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
+    return sessions, run.pk
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_inspector_sockets_let_in_only_a_live_staff_session():
+    sessions, run_id = await sync_to_async(_inspector_sessions)()
+    origin = (b"origin", b"http://testserver")
+    for path in ("/ws/runs/", f"/ws/runs/{run_id}/"):
+        for who, key in sessions.items():
+            comm = _communicator(path, [origin, (b"cookie", f"sessionid={key}".encode())])
+            connected, _ = await comm.connect()
+            assert connected == (who == "staff"), (path, who)
+            await comm.disconnect()
+        comm = _communicator(path, [origin])  # no cookie at all
+        assert not (await comm.connect())[0], path
