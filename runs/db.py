@@ -60,6 +60,15 @@ def sqlite_wal_hold(sender: Any, connection: Any, **kwargs: Any) -> None:
         _wal_holders[name] = holder
 
 
+def sqlite_wal_release() -> None:
+    """Close the held connections (``sqlite_wal_hold``): before a database file is deleted,
+    as the test database is at the end of a test run, or its ``-wal``/``-shm`` stay behind."""
+    with _wal_holders_lock:
+        for holder in _wal_holders.values():
+            holder.close()
+        _wal_holders.clear()
+
+
 _RUN_EVENT_FIELDS = ("run", "seq", "type", "agent", "payload", "result", "received_at")
 
 

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 (Path(__file__).resolve().parents[1] / "var").mkdir(exist_ok=True)  # the file test database
 
 pytest_plugins: list[str] = [
@@ -9,3 +11,17 @@ pytest_plugins: list[str] = [
     "tests.support.live_server",
     "tests.support.browser",
 ]
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, with this process's SQLite WAL holder closed before the
+    file is deleted (runs.db.sqlite_wal_hold), so no ``-wal``/``-shm`` file is left in var/."""
+    yield
+    from django.db import connections
+
+    from runs.db import sqlite_wal_release
+
+    sqlite_wal_release()
+    with django_db_blocker.unblock():
+        connections.close_all()
