@@ -4,12 +4,25 @@ in-memory layer does: a copy per member, none to a full channel, none after expi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from contextadmin.channel_layers import InMemoryChannelLayer
 
-pytestmark = pytest.mark.asyncio
+
+def in_own_loop(scenario: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+    """Run the test on a fresh event loop in a thread of its own: the session's sync Playwright
+    (tests/support/browser.py) can leave its loop marked running in the main thread."""
+
+    def test() -> None:
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, scenario()).result()
+
+    test.__name__ = scenario.__name__
+    test.__doc__ = scenario.__doc__
+    return test
 
 
 async def _members(layer: InMemoryChannelLayer, count: int) -> list[str]:
@@ -19,6 +32,7 @@ async def _members(layer: InMemoryChannelLayer, count: int) -> list[str]:
     return channels
 
 
+@in_own_loop
 async def test_every_member_gets_the_message_and_no_one_shares_a_change():
     layer = InMemoryChannelLayer()
     first, second = await _members(layer, 2)
@@ -32,6 +46,7 @@ async def test_every_member_gets_the_message_and_no_one_shares_a_change():
     assert got_first["items"] == [(1, "one")]
 
 
+@in_own_loop
 async def test_a_full_channel_drops_and_the_others_still_get_it():
     layer = InMemoryChannelLayer(capacity=2)
     stalled, live = await _members(layer, 2)
@@ -45,6 +60,7 @@ async def test_a_full_channel_drops_and_the_others_still_get_it():
             await layer.receive(stalled)
 
 
+@in_own_loop
 async def test_messages_expire_and_so_does_the_membership():
     layer = InMemoryChannelLayer(expiry=1)
     [member] = await _members(layer, 1)
