@@ -16,7 +16,7 @@ METHOD = """\
   channel layer with one Daphne, or the Redis layer of `REDIS_CHANNEL_LAYER` (`pubsub` by
   default; `--redis-layer lists` for channels_redis's list layer) on a throwaway
   `redis-server` with two Daphnes (B4: events POSTed to Daphne A; the B1 inspector on
-  Daphne B; B3's 50 inspectors alternate between A and B; B2's two runtimes one per Daphne).
+  Daphne B; B3's 50 inspectors on Daphne B too; B2's two runtimes one per Daphne).
   The database is prepared with `manage.py migrate`, `demo_setup` (the Generator
   workflow), `create_api_token` and a staff session made with `Client.force_login`.
   `--postgres` runs everything on a throwaway PostgreSQL cluster (`tests/support/postgres.py`)

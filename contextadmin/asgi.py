@@ -23,7 +23,6 @@ application = ProtocolTypeRouter(
 )
 
 
-
 def daphne_tune() -> None:
     """Switch off two things Twisted does for every request that Daphne never uses.
 

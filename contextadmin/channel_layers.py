@@ -2,9 +2,9 @@
 
 ``InMemoryChannelLayer`` is channels' own, with a ``group_send`` that costs no tasks and an
 expiry sweep that runs at most a few times a second (docs/benchmarks.md, B1 and B3).
-The rest of this module is the Redis layer.
 
-The Redis layer for several Daphne processes: channels_redis's pub/sub layer, bounded.
+``BoundedRedisPubSubChannelLayer``, for several Daphne processes: channels_redis's pub/sub
+layer, bounded.
 
 Why pub/sub (docs/benchmarks.md, B4): the run's broadcasts are group messages to every
 inspector of a run. channels_redis's list-based ``RedisChannelLayer`` stores one copy per
