@@ -63,8 +63,8 @@ def _per_variable_loop(config: Any, client: MongoClient[Any], enterprise_id: str
 
 
 def b6_build_context(*, variables: int, collections: int, reps: int) -> Lookups:
-    from contextadmin.schema import parse_config
     from runs.engine import build_context
+    from runs.engine.format import parse_config
     from runs.engine.mongo import mongo_client
     from tests.support.mongo import MongoServer
 
@@ -199,8 +199,8 @@ def _fresh_manager(config: Any) -> Iterator[Any]:
 def b7_triggers(*, triggers: int, events: int, naive_events: int, reps: int) -> Triggers:
     import logging
 
-    from contextadmin.schema import parse_config
     from runs.engine import DerivedContextManager
+    from runs.engine.format import parse_config
 
     logging.getLogger("runs.engine").setLevel(logging.WARNING)  # as in production: no INFO
     config = parse_config(configs.derived_document(triggers)).config

@@ -69,8 +69,9 @@ class Export:
 
 def _naive_export(workflow: Any) -> bytes:
     """The baseline: the same export reading each variable's triggers with its own query."""
-    from contextadmin import schema, specs
+    from contextadmin import specs
     from contextadmin.models import Handoff, Variable
+    from runs.engine import format as fmt
 
     variables = Variable.objects.filter(workflow=workflow).order_by("position", "id")
     document = specs.document_data(
@@ -78,7 +79,7 @@ def _naive_export(workflow: Any) -> bytes:
         variables=((v, list(v.triggers.order_by("position", "id"))) for v in variables),
         handoffs=Handoff.objects.filter(workflow=workflow).order_by("position", "id"),
     )
-    return schema.config_export_bytes(schema.parse_config(document).config)
+    return fmt.config_export_bytes(fmt.parse_config(document).config)
 
 
 def b5_export(*, sizes: tuple[int, ...], reps: int, naive_reps: int) -> Export:

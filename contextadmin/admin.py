@@ -50,7 +50,7 @@ from contextadmin.models import (
     Variable,
     Workflow,
 )
-from contextadmin.schema import ConfigError
+from runs.engine.format import ConfigError
 
 PENDING_IMPORT_KEY = "contextadmin.pending_import"
 

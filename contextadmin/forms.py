@@ -2,7 +2,7 @@
 
 No rule lives here. ``WorkflowCheck`` builds the workflow's ``context_variables.json`` from the
 submitted inlines (through ``specs``, as the exporter does), validates it with
-``schema.parse_config`` and puts each ``ConfigIssue`` next to the form field its JSON path
+``fmt.parse_config`` and puts each ``ConfigIssue`` next to the form field its JSON path
 names: ``context_variables.database_variables[1].source.collection`` is the ``collection`` of
 the second database variable in admin order.
 """
@@ -20,7 +20,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from contextadmin import schema, specs
+from contextadmin import specs
 from contextadmin.models import (
     Category,
     DatabaseVariable,
@@ -32,8 +32,9 @@ from contextadmin.models import (
     Workflow,
     workflow_name_validator,
 )
+from runs.engine import format as fmt
 
-VARIABLE_KEYS = tuple(schema.CATEGORY_KEYS[c] for c in schema.CATEGORIES)
+VARIABLE_KEYS = tuple(fmt.CATEGORY_KEYS[c] for c in fmt.CATEGORIES)
 
 
 class PrimitiveField(forms.CharField):
@@ -59,7 +60,7 @@ class PrimitiveField(forms.CharField):
 
 
 def primitive_from_text(text: str, type_: str | None, *, blank_is_none: bool) -> Any:
-    """Decode typed-in text as a value of the declared type, or leave it text for the schema."""
+    """Decode typed-in text as a value of the declared type, or leave it text for the fmt."""
     if type_ == "string" and not (blank_is_none and text == ""):
         return text
     stripped = text.strip()
@@ -254,7 +255,7 @@ class TriggerFormSet(nested_admin.NestedInlineFormSet):
 
 
 class WorkflowCheck:
-    """Validate the submitted inlines of one workflow together, once, through schema.py."""
+    """Validate the submitted inlines of one workflow together, once, through the format module."""
 
     def __init__(self, *, workflow: Workflow, formsets: Sequence[DefinitionsFormSet]) -> None:
         self.workflow = workflow
@@ -290,14 +291,14 @@ class WorkflowCheck:
             handoffs=[form.instance for form in rows.get("handoffs", [])],
         )
         try:
-            schema.parse_config(document)
-        except schema.ConfigError as exc:
+            fmt.parse_config(document)
+        except fmt.ConfigError as exc:
             for issue in exc.issues:
                 self._place(issue, rows, triggers)
 
     def _place(
         self,
-        issue: schema.ConfigIssue,
+        issue: fmt.ConfigIssue,
         rows: dict[str, list[forms.BaseForm]],
         triggers: dict[forms.BaseForm, list[forms.BaseForm]],
     ) -> None:

@@ -1,6 +1,6 @@
 """Workflows and their definitions: variables (four categories), derived triggers, hand-offs.
 
-The rows mirror ``context_variables.json`` (contextadmin/schema.py); ``specs.py`` translates
+The rows mirror ``context_variables.json`` (runs/engine/format.py); ``specs.py`` translates
 between the two. Which values are valid is decided by the schema alone, so the model fields
 only carry sizes and vocabularies.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.core.validators import RegexValidator
 from django.db import models
 
-from contextadmin import schema
-from runs.engine.conditions import MAX_CONDITION_LENGTH
+from runs.engine import format as fmt
+from runs.engine.format import MAX_CONDITION_LENGTH
 
 WORKFLOW_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,99}$"
 workflow_name_validator = RegexValidator(
@@ -24,7 +24,7 @@ class Workflow(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[workflow_name_validator])
     description = models.TextField(blank=True)
     database_name = models.CharField(
-        max_length=schema.IDENTIFIER_MAX_CHARS,
+        max_length=fmt.IDENTIFIER_MAX_CHARS,
         blank=True,
         help_text="Default MongoDB database of the database variables (each may override it).",
     )
@@ -57,7 +57,7 @@ class Variable(models.Model):
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="variables")
     category = models.CharField(max_length=16, choices=Category.choices)
-    name = models.CharField(max_length=schema.NAME_MAX_CHARS)
+    name = models.CharField(max_length=fmt.NAME_MAX_CHARS)
     type = models.CharField(
         max_length=16, choices=VariableType.choices, default=VariableType.STRING
     )
@@ -67,15 +67,15 @@ class Variable(models.Model):
     value = models.JSONField(null=True, blank=True)
     # database source
     database_name = models.CharField(
-        max_length=schema.IDENTIFIER_MAX_CHARS,
+        max_length=fmt.IDENTIFIER_MAX_CHARS,
         blank=True,
         help_text="Overrides the workflow's database name.",
     )
-    collection = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
-    search_by = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
-    field = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    collection = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS, blank=True)
+    search_by = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS, blank=True)
+    field = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS, blank=True)
     # environment source
-    env_var = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    env_var = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS, blank=True)
     # environment: the value used when the env var is unset (null: none);
     # derived: the flag's starting value (a boolean)
     default = models.JSONField(null=True, blank=True)
@@ -167,13 +167,13 @@ class Trigger(models.Model):
             "tool_response: the tool responds, with the status if given (tool, status)"
         ),
     )
-    agent = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
-    tool = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
-    equals = models.CharField(max_length=schema.MATCH_TEXT_MAX_CHARS, blank=True)
+    agent = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS, blank=True)
+    tool = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS, blank=True)
+    equals = models.CharField(max_length=fmt.MATCH_TEXT_MAX_CHARS, blank=True)
     case_sensitive = models.BooleanField(default=False)
     trim = models.BooleanField(default=True)
     count = models.PositiveIntegerField(null=True, blank=True)
-    status = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS, blank=True)
+    status = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS, blank=True)
 
     class Meta:
         ordering = ["variable", "position", "id"]
@@ -187,8 +187,8 @@ class Handoff(models.Model):
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="handoffs")
     position = models.PositiveIntegerField(default=0)
-    source_agent = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS)
-    target_agent = models.CharField(max_length=schema.IDENTIFIER_MAX_CHARS)
+    source_agent = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS)
+    target_agent = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS)
     condition = models.CharField(
         max_length=MAX_CONDITION_LENGTH, help_text="${flag} or ${flag_a} and ${flag_b}"
     )

@@ -10,10 +10,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contextadmin import schema, specs
+from contextadmin import specs
 from contextadmin.models import Handoff, Trigger, Variable, Workflow
+from runs.engine import format as fmt
 
-ENVIRONMENTS = ("development", "production")
+ENVIRONMENTS = fmt.ENVIRONMENTS
 
 
 class UnknownEnvironment(ValueError):
@@ -49,9 +50,9 @@ def workflow_document(*, workflow: Workflow) -> dict[str, Any]:
     )
 
 
-def workflow_config(*, workflow: Workflow) -> schema.ContextVariablesFile:
+def workflow_config(*, workflow: Workflow) -> fmt.ContextVariablesFile:
     """Return the workflow's definitions, validated; raise ConfigError if they break a rule."""
-    return schema.parse_config(workflow_document(workflow=workflow)).config
+    return fmt.parse_config(workflow_document(workflow=workflow)).config
 
 
 def workflow_export(*, workflow: Workflow, environment: str = "development") -> bytes:
@@ -61,12 +62,12 @@ def workflow_export(*, workflow: Workflow, environment: str = "development") -> 
             f"environment must be one of {', '.join(ENVIRONMENTS)}, got {environment!r}"
         )
     config = workflow_config(workflow=workflow)
-    return schema.config_export_bytes(config, production=environment == "production")
+    return fmt.config_export_bytes(config, production=environment == "production")
 
 
 def schema_export_bytes() -> bytes:
     """Return the JSON Schema of the format as checked in at docs/context_variables.schema.json."""
-    return (json.dumps(schema.json_schema(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return (json.dumps(fmt.json_schema(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 # -- diff -------------------------------------------------------------------------------------
@@ -118,9 +119,9 @@ class ConfigDiff:
         return f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed"
 
 
-def workflow_diff(*, workflow: Workflow | None, config: schema.ContextVariablesFile) -> ConfigDiff:
+def workflow_diff(*, workflow: Workflow | None, config: fmt.ContextVariablesFile) -> ConfigDiff:
     """Compare a workflow's current definitions (None: no workflow yet) with a config."""
-    incoming = schema.config_export_dict(config)
+    incoming = fmt.config_export_dict(config)
     current = _canonical(workflow_document(workflow=workflow)) if workflow else {}
     entries: list[DiffEntry] = []
     old_db = (current.get("context_variables") or {}).get("database_name")
@@ -136,7 +137,7 @@ def workflow_diff(*, workflow: Workflow | None, config: schema.ContextVariablesF
 def _canonical(document: dict[str, Any]) -> dict[str, Any]:
     # Compare like with like: stored rows in the export's shape (they may predate a rule).
     try:
-        return schema.config_export_dict(schema.ContextVariablesFile.model_validate(document))
+        return fmt.config_export_dict(fmt.ContextVariablesFile.model_validate(document))
     except ValidationError:
         return document
 
@@ -144,8 +145,8 @@ def _canonical(document: dict[str, Any]) -> dict[str, Any]:
 def _variables_by_name(document: Mapping[str, Any]) -> dict[str, tuple[str, int, dict[str, Any]]]:
     section = document.get("context_variables") or {}
     out: dict[str, tuple[str, int, dict[str, Any]]] = {}
-    for category in schema.CATEGORIES:
-        for index, item in enumerate(section.get(schema.CATEGORY_KEYS[category], [])):
+    for category in fmt.CATEGORIES:
+        for index, item in enumerate(section.get(fmt.CATEGORY_KEYS[category], [])):
             out.setdefault(item["name"], (category, index, item))
     return out
 
@@ -171,7 +172,7 @@ def _variables_diff(
         details += _field_changes(old_item, item)
         if details:
             entries.append(DiffEntry("changed", f"{category} variable {name}", tuple(details)))
-    for category in schema.CATEGORIES:
+    for category in fmt.CATEGORIES:
         # Only the relative order of the variables kept in this category counts as a change.
         kept = {n for n, (c, _, _) in new.items() if c == category and old.get(n, ("",))[0] == c}
         before = sorted(kept, key=lambda n: old[n][1])

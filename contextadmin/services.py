@@ -13,9 +13,10 @@ from django.db import transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Cast, Concat
 
-from contextadmin import schema, specs
+from contextadmin import specs
 from contextadmin.models import Handoff, Trigger, Variable, Workflow, workflow_name_validator
 from contextadmin.selectors import ConfigDiff, workflow_diff, workflow_has_definitions
+from runs.engine import format as fmt
 
 
 class ImportRefused(Exception):
@@ -50,7 +51,7 @@ def workflow_import(
             f"workflow name {name!r} is invalid: start with a letter, then up to 99 letters, "
             "digits, _ or -"
         ) from None
-    parsed = schema.parse_config(data)
+    parsed = fmt.parse_config(data)
     workflow = Workflow.objects.select_for_update().filter(name=name).first()
     diff = workflow_diff(workflow=workflow, config=parsed.config)
     if workflow is not None and not replace and workflow_has_definitions(workflow=workflow):
@@ -73,7 +74,7 @@ def workflow_import(
     return result
 
 
-def _definitions_create(*, workflow: Workflow, config: schema.ContextVariablesFile) -> None:
+def _definitions_create(*, workflow: Workflow, config: fmt.ContextVariablesFile) -> None:
     variables, handoffs = specs.rows_from_config(workflow=workflow, config=config)
     created = Variable.objects.bulk_create([variable for variable, _ in variables], batch_size=500)
     triggers = []

@@ -1,6 +1,6 @@
 """Translate between definition rows and the plain data of ``context_variables.json``.
 
-Rows -> data leaves validation to ``schema.parse_config``: empty optional fields are omitted
+Rows -> data leaves validation to ``fmt.parse_config``: empty optional fields are omitted
 (so the schema says "field required"), and fields a trigger type does not use are passed on
 (so the schema says "unknown field"). The admin builds unsaved rows from its forms and goes
 through the same functions as the exporter, so both see the same document.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from contextadmin import schema
 from contextadmin.models import Category, Handoff, Trigger, Variable, Workflow
+from runs.engine import format as fmt
 
 
 def trigger_spec(trigger: Trigger) -> dict[str, Any]:
@@ -82,15 +82,15 @@ def document_data(
     section: dict[str, Any] = {}
     if database_name:
         section["database_name"] = database_name
-    for category in schema.CATEGORIES:
-        section[schema.CATEGORY_KEYS[category]] = []
+    for category in fmt.CATEGORIES:
+        section[fmt.CATEGORY_KEYS[category]] = []
     for variable, triggers in variables:
-        section[schema.CATEGORY_KEYS[variable.category]].append(variable_spec(variable, triggers))
+        section[fmt.CATEGORY_KEYS[variable.category]].append(variable_spec(variable, triggers))
     return {"context_variables": section, "handoffs": [handoff_spec(h) for h in handoffs]}
 
 
 def rows_from_config(
-    *, workflow: Workflow, config: schema.ContextVariablesFile
+    *, workflow: Workflow, config: fmt.ContextVariablesFile
 ) -> tuple[list[tuple[Variable, list[Trigger]]], list[Handoff]]:
     """Return unsaved rows (variables with their triggers, hand-offs) for a parsed config."""
     variables: list[tuple[Variable, list[Trigger]]] = []
@@ -104,17 +104,17 @@ def rows_from_config(
             position=index,
         )
         triggers: list[Trigger] = []
-        if isinstance(item, schema.DeclarativeVariable):
+        if isinstance(item, fmt.DeclarativeVariable):
             variable.value = item.value
-        elif isinstance(item, schema.DatabaseVariable):
+        elif isinstance(item, fmt.DatabaseVariable):
             variable.database_name = item.source.database_name or ""
             variable.collection = item.source.collection
             variable.search_by = item.source.search_by
             variable.field = item.source.field
-        elif isinstance(item, schema.EnvironmentVariable):
+        elif isinstance(item, fmt.EnvironmentVariable):
             variable.env_var = item.source.env_var
             variable.default = item.default
-        elif isinstance(item, schema.DerivedVariable):
+        elif isinstance(item, fmt.DerivedVariable):
             variable.default = item.default
             triggers = [_trigger_row(t, position) for position, t in enumerate(item.triggers)]
         variables.append((variable, triggers))
@@ -134,15 +134,15 @@ def rows_from_config(
 
 def _trigger_row(trigger: Any, position: int) -> Trigger:
     row = Trigger(position=position, type=trigger.type)
-    if isinstance(trigger, schema.AgentTextTrigger):
+    if isinstance(trigger, fmt.AgentTextTrigger):
         row.agent = trigger.agent
         row.equals = trigger.match.equals
         row.case_sensitive = trigger.match.case_sensitive
         row.trim = trigger.match.trim
-    elif isinstance(trigger, schema.AgentTurnCountTrigger):
+    elif isinstance(trigger, fmt.AgentTurnCountTrigger):
         row.agent = trigger.agent
         row.count = trigger.count
-    elif isinstance(trigger, schema.ToolResponseTrigger):
+    elif isinstance(trigger, fmt.ToolResponseTrigger):
         row.tool = trigger.tool
         row.status = trigger.status or ""
     return row

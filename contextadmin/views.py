@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from contextadmin import selectors
 from contextadmin.models import Workflow
-from contextadmin.schema import ConfigError
 from runs.api import bearer_secret, caller_authenticate, error_response
+from runs.engine.format import ConfigError
 from runs.errors import ApiError
 
 

@@ -25,10 +25,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextadmin.models import Workflow
-from contextadmin.schema import ConfigError, ContextVariablesFile, config_export_bytes, parse_config
 from contextadmin.selectors import workflow_config
 from runs.db import api_tokens_with_prefix, run_events_insert, run_fields_save, run_locked_get
 from runs.engine import DerivedContextManager, EventError, RunState, build_context, validate_event
+from runs.engine.format import ConfigError, ContextVariablesFile, config_export_bytes, parse_config
 from runs.errors import BadRequest, Conflict, Forbidden, NotFound, RateLimited
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 

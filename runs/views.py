@@ -14,7 +14,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from contextadmin.schema import ConfigError, ContextVariablesFile
 from contextadmin.selectors import workflow_config, workflow_get
 from runs import selectors, services
 from runs.api import json_response
@@ -25,6 +24,7 @@ from runs.engine import (
     resolve,
     resolve_system_message,
 )
+from runs.engine.format import ENVIRONMENTS, ConfigError, ContextVariablesFile
 from runs.engine.loader import BASE_FLAGS, NO_MONGO_REASON
 from runs.engine.mongo import database_source
 from runs.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
@@ -35,7 +35,6 @@ ENTERPRISE_ID_MAX_CHARS = 200
 OVERRIDE_MAX_CHARS = 500
 STREAM_WINDOW = 1000  # the run page streams at most this many past events; time travel reaches all
 CATEGORY_ORDER = ("base", "declarative", "database", "environment", "derived", "supplied")
-ENVIRONMENTS = ("development", "production")
 SYNTAXES = ("auto", "ref", "system")
 
 

@@ -3,7 +3,13 @@
 See docs/engine.md. The public API is re-exported here; DESIGN.md §5 is its contract.
 """
 
-from .conditions import ConditionError, condition_names, evaluate_condition, validate_condition
+from .conditions import (
+    ConditionError,
+    condition_names,
+    evaluate_condition,
+    handoffs_readiness,
+    validate_condition,
+)
 from .config import ConfigInput, load_config
 from .derived import TRIGGER_LOADERS, DerivedContextManager, DerivedTrigger, Flip
 from .events import EVENT_TYPES, RUN_STATUSES, TEXT_MAX_CHARS, event_sender, validate_event
@@ -46,6 +52,7 @@ __all__ = [
     "evaluate_condition",
     "event_sender",
     "fetch_database_variables",
+    "handoffs_readiness",
     "is_production",
     "json_safe",
     "lint_templates",

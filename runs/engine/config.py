@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from contextadmin.schema import (
+from .format import (
     ConfigError,
     ContextVariablesFile,
     ParsedConfig,

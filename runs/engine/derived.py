@@ -7,7 +7,7 @@ second flip. Triggers are indexed by (event type, agent-or-tool) so one event on
 triggers that could match it.
 
 Adding a trigger type is one ``DerivedTrigger`` subclass plus one ``TRIGGER_LOADERS`` line (and
-its model in ``contextadmin.schema``).
+its model in ``runs.engine.format``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from contextadmin import schema
-
+from . import format as fmt
 from .config import ConfigInput, load_config
 from .events import event_sender
 from .log import logger, preview
@@ -63,7 +62,7 @@ class DerivedTrigger(ABC):
     @classmethod
     @abstractmethod
     def from_spec(cls, spec: Any) -> DerivedTrigger:
-        """Build the trigger from its validated ``contextadmin.schema`` model."""
+        """Build the trigger from its validated ``runs.engine.format`` model."""
 
     @property
     @abstractmethod
@@ -90,7 +89,7 @@ class AgentTextTrigger(DerivedTrigger):
     trim: bool = True
 
     @classmethod
-    def from_spec(cls, spec: schema.AgentTextTrigger) -> AgentTextTrigger:
+    def from_spec(cls, spec: fmt.AgentTextTrigger) -> AgentTextTrigger:
         return cls(spec.agent, spec.match.equals, spec.match.case_sensitive, spec.match.trim)
 
     @property
@@ -122,7 +121,7 @@ class AgentTurnCountTrigger(DerivedTrigger):
     count: int
 
     @classmethod
-    def from_spec(cls, spec: schema.AgentTurnCountTrigger) -> AgentTurnCountTrigger:
+    def from_spec(cls, spec: fmt.AgentTurnCountTrigger) -> AgentTurnCountTrigger:
         return cls(spec.agent, spec.count)
 
     @property
@@ -145,7 +144,7 @@ class ToolResponseTrigger(DerivedTrigger):
     status: str | None = None
 
     @classmethod
-    def from_spec(cls, spec: schema.ToolResponseTrigger) -> ToolResponseTrigger:
+    def from_spec(cls, spec: fmt.ToolResponseTrigger) -> ToolResponseTrigger:
         return cls(spec.tool, spec.status)
 
     @property

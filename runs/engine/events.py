@@ -1,7 +1,9 @@
 """Run events (DESIGN.md §6): their shape, and the problems of a malformed one.
 
-An event is a mapping: ``{"type": "agent_text"|"tool_response"|"context_set"|"run_status",
-"agent"?, "text"?, "tool"?, "status"?, "data"?, "name"?, "value"?, "seq"?}``. ``sender`` is
+An event is a mapping: ``{"type": "agent_text"|"tool_response"|"context_set"|"run_status"|
+"handoff", "agent"?, "text"?, "tool"?, "status"?, "data"?, "name"?, "value"?, "target"?, "rule"?,
+"seq"?}``. A ``handoff`` is the edge ``agent`` -> ``target`` the runtime took, optionally with the
+index of the hand-off ``rule`` that fired (seed 004's execution path). ``sender`` is
 accepted as an alias of ``agent`` (AG2 calls it that); a sender may be a string, an object with
 ``.name`` or a mapping with ``"name"``.
 """
@@ -12,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from contextadmin.schema import IDENTIFIER_MAX_CHARS, NAME_MAX_CHARS
+from .format import IDENTIFIER_MAX_CHARS, NAME_MAX_CHARS
 
 __all__ = [
     "EVENT_FIELDS",
@@ -24,7 +26,13 @@ __all__ = [
     "validate_event",
 ]
 
-EVENT_TYPES: tuple[str, ...] = ("agent_text", "tool_response", "context_set", "run_status")
+EVENT_TYPES: tuple[str, ...] = (
+    "agent_text",
+    "tool_response",
+    "context_set",
+    "run_status",
+    "handoff",
+)
 EVENT_FIELDS: tuple[str, ...] = (
     "type",
     "seq",
@@ -36,6 +44,8 @@ EVENT_FIELDS: tuple[str, ...] = (
     "data",
     "name",
     "value",
+    "target",
+    "rule",
 )
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
 TEXT_MAX_CHARS = 100_000  # one agent message; longer text is a blob, not a chat turn
@@ -157,6 +167,15 @@ def validate_event(event: Any) -> list[str]:
             problems.append("status: required for run_status")
         elif status not in RUN_STATUSES:
             problems.append(f"status: must be one of {', '.join(RUN_STATUSES)}")
+    elif type_ == "handoff":
+        if sender_given is None:
+            problems.append("agent: required for handoff (the agent handing over)")
+        problem = _identifier_problem("target", event.get("target"), required_for="handoff")
+        if problem:
+            problems.append(problem)
+        rule = event.get("rule")
+        if "rule" in event and (not isinstance(rule, int) or isinstance(rule, bool) or rule < 0):
+            problems.append("rule: must be the index of a hand-off rule (an integer from 0)")
     # Every other field is stored and broadcast as given (``tool`` on an agent_text, say): it
     # must be plain JSON within the depth limit too, or storing it fails.
     named = {problem.split(":", 1)[0] for problem in problems}

@@ -26,7 +26,8 @@ from typing import Any
 
 from pymongo import MongoClient
 
-from contextadmin.schema import (
+from .config import ConfigInput, load_config
+from .format import (
     SECRET_ENV_REASON,
     ConfigError,
     ContextVariablesFile,
@@ -36,8 +37,6 @@ from contextadmin.schema import (
     json_type_name,
     value_matches_type,
 )
-
-from .config import ConfigInput, load_config
 from .log import context_diff, logger, safe_preview
 from .mongo import Lookup, database_source, fetch_database_variables
 

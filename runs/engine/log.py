@@ -11,7 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from contextadmin.schema import is_secret_env_var
+from .format import is_secret_env_var
 
 __all__ = ["PREVIEW_MAX_CHARS", "REDACTED", "context_diff", "logger", "preview", "safe_preview"]
 

@@ -19,8 +19,7 @@ from typing import Any
 from pymongo import MongoClient
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from contextadmin.schema import DatabaseVariable
-
+from .format import DatabaseVariable
 from .log import logger
 from .paths import drill, split_path
 

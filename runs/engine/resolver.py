@@ -14,9 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextadmin.schema import RESERVED_NAMES
-
 from .config import ConfigInput, load_config
+from .format import RESERVED_NAMES
 from .loader import BASE_FLAGS
 from .paths import drill
 

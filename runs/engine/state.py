@@ -2,7 +2,8 @@
 
 Three namespaces addressed by dot paths: ``context`` (the variables), ``nodes`` (each agent's
 last text and each tool's last response, for ``{{node.field}}`` templates) and ``execution``
-(status, current agent, visited agents, turn counts, last seq). No clock and no randomness:
+(status, current agent, visited agents, turn counts, the path of hand-off edges taken, last
+seq). No clock and no randomness:
 replaying a run's events rebuilds exactly the live state.
 """
 
@@ -13,11 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextadmin.schema import ContextVariablesFile
-
 from .config import ConfigInput, load_config
 from .derived import DerivedContextManager, Flip
 from .events import event_sender, validate_event
+from .format import ContextVariablesFile
 from .loader import Context
 from .paths import drill
 
@@ -65,6 +65,7 @@ def _initial_execution() -> dict[str, Any]:
         "current_agent": None,
         "visited_agents": [],
         "turn_counts": {},
+        "path": [],
         "last_seq": 0,
     }
 
@@ -148,6 +149,19 @@ class RunState:
                 return [f"name: unknown variable {name} (declare it in the workflow first)"]
             if category == "derived" and not isinstance(event["value"], bool):
                 return [f"value: derived variable {name} takes true or false"]
+        if event["type"] == "handoff" and "rule" in event:
+            rule, handoffs = event["rule"], self._config.handoffs
+            if rule >= len(handoffs):
+                return [f"rule: the workflow has {len(handoffs)} hand-off rules, no rule {rule}"]
+            declared = handoffs[rule]
+            if (declared.source_agent, declared.target_agent) != (
+                event_sender(event),
+                event["target"],
+            ):
+                return [
+                    f"rule: rule {rule} hands {declared.source_agent} to "
+                    f"{declared.target_agent}, not {event_sender(event)} to {event['target']}"
+                ]
         return []
 
     def apply(self, event: Mapping[str, Any]) -> Applied:
@@ -186,6 +200,14 @@ class RunState:
             self.context[name] = new
         elif type_ == "run_status":
             execution["status"] = event["status"]
+        elif type_ == "handoff":
+            source, target = event_sender(event), event["target"]
+            execution["path"].append(
+                {"source": source, "target": target, "rule": event.get("rule"), "seq": seq}
+            )
+            execution["current_agent"] = target
+            if target not in execution["visited_agents"]:
+                execution["visited_agents"].append(target)
         execution["last_seq"] = seq
         for flip in flips:
             self.flips.append({**flip.as_dict(), "seq": seq})

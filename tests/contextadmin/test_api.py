@@ -12,8 +12,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from jsonschema import Draft202012Validator
 
-from contextadmin import schema, selectors
+from contextadmin import selectors
 from contextadmin.models import Variable, Workflow
+from runs.engine import format as fmt
 from tests.contextadmin.conftest import EXAMPLE_PATH
 
 SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "context_variables.schema.json"
@@ -102,7 +103,7 @@ def test_schema_endpoint_serves_the_generated_schema(client: Client) -> None:
     response = client.get("/schema/context_variables.schema.json")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/schema+json")
-    assert json.loads(response.content) == schema.json_schema()
+    assert json.loads(response.content) == fmt.json_schema()
 
 
 def test_checked_in_schema_matches_schema_py() -> None:
@@ -148,5 +149,5 @@ def test_the_example_validates_against_the_schema() -> None:
 )
 def test_the_schema_rejects_what_parse_config_rejects(document: dict[str, Any]) -> None:
     assert list(_validator().iter_errors(document))
-    with pytest.raises(schema.ConfigError):
-        schema.parse_config(document)
+    with pytest.raises(fmt.ConfigError):
+        fmt.parse_config(document)

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from contextadmin import schema, selectors
+from contextadmin import selectors
 from contextadmin.models import Workflow
+from runs.engine import format as fmt
 
 pytestmark = pytest.mark.django_db
 
@@ -16,14 +17,14 @@ HANDOFF = {"source_agent": "A", "target_agent": "B", "description": ""}
 
 
 def diff_lines(workflow: Workflow | None, document: dict[str, Any]) -> list[str]:
-    config = schema.parse_config(document).config
+    config = fmt.parse_config(document).config
     return selectors.workflow_diff(workflow=workflow, config=config).lines()
 
 
 def test_identical_definitions_have_no_changes(generator: Workflow, example: dict) -> None:
     assert diff_lines(generator, example) == ["no changes"]
     assert not selectors.workflow_diff(
-        workflow=generator, config=schema.parse_config(example).config
+        workflow=generator, config=fmt.parse_config(example).config
     )
 
 
@@ -82,7 +83,7 @@ def test_handoffs_added_changed_removed(generator: Workflow, example: dict) -> N
         {**HANDOFF, "condition": "${interview_complete}"},
         {**HANDOFF, "source_agent": "C", "condition": "${context_aware}"},
     ]
-    schema_config = schema.parse_config(first).config
+    schema_config = fmt.parse_config(first).config
     assert selectors.workflow_diff(workflow=generator, config=schema_config).lines() == [
         "+ hand-off A → B: when ${interview_complete}",
         "+ hand-off C → B: when ${context_aware}",
@@ -103,5 +104,5 @@ def test_summary_counts(generator: Workflow, example: dict) -> None:
     changed = copy.deepcopy(example)
     changed["context_variables"]["declarative_variables"].pop()
     changed["context_variables"]["declarative_variables"][0]["value"] = "ga"
-    diff = selectors.workflow_diff(workflow=generator, config=schema.parse_config(changed).config)
+    diff = selectors.workflow_diff(workflow=generator, config=fmt.parse_config(changed).config)
     assert diff.summary() == "0 added, 1 removed, 1 changed"

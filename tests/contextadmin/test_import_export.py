@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextadmin import schema, selectors, services
+from contextadmin import selectors, services
 from contextadmin.models import Trigger, Variable, Workflow
-from contextadmin.schema import ConfigError
 from contextadmin.services import ImportRefused, workflow_import
+from runs.engine import format as fmt
+from runs.engine.format import ConfigError
 from tests.contextadmin.conftest import EXAMPLE_PATH, db_dump
 
 pytestmark = pytest.mark.django_db
@@ -90,7 +91,7 @@ def test_import_then_export_gives_back_the_example(example_bytes: bytes, example
 def test_export_is_canonical_and_byte_stable(example_bytes: bytes) -> None:
     workflow_import(name="Generator", data=example_bytes)
     first = export("Generator")
-    assert first == schema.config_export_bytes(schema.parse_config(example_bytes).config)
+    assert first == fmt.config_export_bytes(fmt.parse_config(example_bytes).config)
     assert first.endswith(b"}\n") and b'\n  "context_variables": {\n    "database_name"' in first
     assert export("Generator") == first
     workflow_import(name="Copy", data=first)
@@ -492,7 +493,7 @@ REJECTIONS = [
     pytest.param(
         _set(f"{CV}.environment_variables[0].source.env_var", "OPENAI_API_KEY"),
         f"{CV}.environment_variables[0].source.env_var",
-        schema.SECRET_ENV_REASON,
+        fmt.SECRET_ENV_REASON,
         id="env-var-secret-key",
     ),
     pytest.param(
@@ -708,7 +709,7 @@ def test_import_never_fails_other_than_with_a_config_error(
 
 
 def test_production_export_drops_handoffs_gated_on_environment_flags_and_stays_valid(db):
-    from contextadmin.schema import parse_config
+    from runs.engine.format import parse_config
 
     data = json.loads(EXAMPLE_PATH.read_text())
     data["handoffs"] = [

@@ -19,10 +19,11 @@ from django.core.management import CommandError, call_command
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from contextadmin import schema, selectors, services
+from contextadmin import selectors, services
 from contextadmin.models import Workflow
 from runs import selectors as run_selectors
 from runs import services as run_services
+from runs.engine import format as fmt
 from tests.runs.conftest import demo_config
 from tests.security.conftest import db_state
 from tests.security.strategies import as_bytes, config_inputs
@@ -71,7 +72,7 @@ def rich_base() -> dict[str, Any]:
             "description": "hand over once the interview is done",
         }
     ]
-    schema.parse_config(document)  # the base itself must be valid
+    fmt.parse_config(document)  # the base itself must be valid
     return document
 
 
@@ -89,13 +90,13 @@ def assert_usable(name: str) -> None:
     """An accepted import exports in both environments, round-trips, and can start a run."""
     workflow = Workflow.objects.get(name=name)
     exported = selectors.workflow_export(workflow=workflow, environment="development")
-    schema.parse_config(exported)
+    fmt.parse_config(exported)
     selectors.workflow_export(workflow=workflow, environment="production").decode("utf-8")
     run = run_services.run_start(workflow_name=name, enterprise_id="acme").run
     orjson.dumps(run_selectors.run_state_at(run=run).as_response(run))
 
 
-def assert_clean_report(exc: schema.ConfigError) -> None:
+def assert_clean_report(exc: fmt.ConfigError) -> None:
     assert exc.issues
     for issue in exc.issues:
         assert isinstance(issue.message, str) and issue.message
@@ -114,7 +115,7 @@ def test_service_import_accepts_or_rejects_with_json_paths(generator, data, repl
     before = db_state()
     try:
         services.workflow_import(name="Generator", data=data, replace=replace)
-    except schema.ConfigError as exc:
+    except fmt.ConfigError as exc:
         event("rejected")
         assert_clean_report(exc)
         assert db_state() == before

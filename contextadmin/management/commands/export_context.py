@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextadmin.management.output import write_bytes
-from contextadmin.schema import ConfigError
 from contextadmin.selectors import ENVIRONMENTS, workflow_export, workflow_get
+from runs.engine.format import ConfigError
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contextadmin.schema import ConfigError
 from contextadmin.services import ImportRefused, workflow_import
+from runs.engine.format import ConfigError
 
 
 class Command(BaseCommand):

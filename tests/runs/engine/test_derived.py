@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from contextadmin.schema import TRIGGER_TYPES, ConfigError
 from runs.engine import TRIGGER_LOADERS, DerivedContextManager, Flip
 from runs.engine import derived as derived_module
+from runs.engine.format import TRIGGER_TYPES, ConfigError
 
 from .support import config_with, demo_config, derived_var, says, text, tool
 

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextadmin.schema import (
+from runs.engine import PREVIEW_MAX_CHARS, build_context, coerce_env
+from runs.engine import loader as loader_module
+from runs.engine.format import (
     ContextVariables,
     ContextVariablesFile,
     EnvironmentSource,
     EnvironmentVariable,
     parse_config,
 )
-from runs.engine import PREVIEW_MAX_CHARS, build_context, coerce_env
-from runs.engine import loader as loader_module
 
 from .support import config_with, db_var, demo_config, derived_var, env_var, says
 

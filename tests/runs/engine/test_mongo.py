@@ -280,7 +280,7 @@ def test_no_mongo_configured() -> None:
 
 @pytest.mark.mongo
 def test_fetch_groups_by_database_collection_and_search_by(mongo: MongoServer) -> None:
-    from contextadmin.schema import parse_config
+    from runs.engine.format import parse_config
 
     config = parse_config(
         config_with(

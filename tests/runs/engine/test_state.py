@@ -47,6 +47,7 @@ def test_initial_state() -> None:
             "current_agent": None,
             "visited_agents": [],
             "turn_counts": {},
+            "path": [],
             "last_seq": 0,
         },
         "flips": [],
@@ -133,6 +134,7 @@ def test_agent_text_updates_execution_nodes_and_derived() -> None:
         "current_agent": "InterviewAgent",
         "visited_agents": ["InterviewAgent", "user"],
         "turn_counts": {"InterviewAgent": 2, "user": 1},
+        "path": [],
         "last_seq": 3,
     }
     applied = state.apply(text("InterviewAgent", "third"))
@@ -286,12 +288,12 @@ def test_seq(seqs: list[int | None], error: tuple[int, int] | None) -> None:
         pytest.param([], ["event: must be an object"], id="not-an-object"),
         pytest.param(
             {},
-            ["type: required (one of agent_text, tool_response, context_set, run_status)"],
+            ["type: required (one of agent_text, tool_response, context_set, run_status, handoff)"],
             id="no-type",
         ),
         pytest.param(
             {"type": "chat"},
-            ["type: must be one of agent_text, tool_response, context_set, run_status"],
+            ["type: must be one of agent_text, tool_response, context_set, run_status, handoff"],
             id="bad-type",
         ),
         pytest.param(
@@ -324,7 +326,7 @@ def test_seq(seqs: list[int | None], error: tuple[int, int] | None) -> None:
             text("A", "hi", when="now"),
             [
                 "when: unknown field (allowed: "
-                "type, seq, agent, sender, text, tool, status, data, name, value)"
+                "type, seq, agent, sender, text, tool, status, data, name, value, target, rule)"
             ],
             id="unknown-field",
         ),

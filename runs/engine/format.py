@@ -38,10 +38,14 @@ from pydantic import (
 __all__ = [
     "CATEGORIES",
     "DECLARATIVE_VALUE_MAX_CHARS",
+    "ENVIRONMENTS",
+    "MAX_CONDITION_LENGTH",
     "RESERVED_NAMES",
+    "ROUTABLE_CATEGORIES",
     "SECRET_ENV_REASON",
     "AgentTextTrigger",
     "AgentTurnCountTrigger",
+    "ConditionError",
     "ConfigError",
     "ConfigIssue",
     "ContextVariables",
@@ -57,6 +61,8 @@ __all__ = [
     "TextMatch",
     "ToolResponseTrigger",
     "Trigger",
+    "condition_names",
+    "condition_problems",
     "config_export_bytes",
     "config_export_dict",
     "config_problems",
@@ -79,6 +85,7 @@ CATEGORY_KEYS: dict[str, str] = {c: f"{c}_variables" for c in CATEGORIES}
 RESERVED_NAMES = frozenset({"enterprise_id", "workflow_name"})  # the minimal base context
 LEGACY_KEYS = ("variables",)
 
+ENVIRONMENTS: tuple[str, ...] = ("development", "production")
 NAME_PATTERN = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$"
 ENV_VAR_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
 _SECRET_ENV = re.compile(r"(?:_KEY$|^KEY$|SECRET|TOKEN|PASSWORD)")
@@ -104,6 +111,93 @@ Name = Annotated[
 ]
 Identifier = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS)]
 Description = Annotated[str, Field(max_length=DESCRIPTION_MAX_CHARS)]
+
+
+# -- hand-off conditions (seed 000 "Handoff Routing Constraints") ---------------------------
+MAX_CONDITION_LENGTH = 500
+ROUTABLE_CATEGORIES = frozenset({"environment", "derived"})
+
+_NAME_BODY = NAME_PATTERN[1:-1]
+_STRICT_CONDITION = re.compile(rf"\$\{{({_NAME_BODY})\}}(?: and \$\{{({_NAME_BODY})\}})?")
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+_NEGATION = re.compile(r"(?:^|[\s(])(?:not)(?=[\s$(])|!", re.IGNORECASE)
+_OR = re.compile(r"(?:^|\s)or(?=\s)|\|\|", re.IGNORECASE)
+_COMPARISON = re.compile(r"==|!=|<=|>=|<|>|=")
+_FUNCTION = re.compile(r"\b(?:len|any|all)\s*\(|\w+\s*\(")
+_AND = re.compile(r"\band\b", re.IGNORECASE)
+
+
+class ConditionError(ValueError):
+    """A hand-off condition that breaks the grammar."""
+
+
+def condition_names(expr: Any) -> tuple[str, ...]:
+    """Return the variable names of a condition, or raise ConditionError saying why.
+
+    Only the strict form is accepted: exactly ``${a}`` or ``${a} and ${b}`` (single spaces,
+    lower-case ``and``, nothing inside ``${}`` but the name). That is the form AG2's own
+    ``ContextExpression`` parses, so a condition valid here is valid there.
+    """
+    if not isinstance(expr, str):
+        raise ConditionError("a condition must be a string like ${interview_complete}")
+    if not expr.strip():
+        raise ConditionError("a condition may not be empty")
+    if len(expr) > MAX_CONDITION_LENGTH:
+        raise ConditionError(f"a condition may be at most {MAX_CONDITION_LENGTH} characters")
+    strict = _STRICT_CONDITION.fullmatch(expr)
+    if strict is not None:
+        names = tuple(name for name in strict.groups() if name is not None)
+        if len(names) == 2 and names[0] == names[1]:
+            raise ConditionError(f"{names[0]} is referenced twice")
+        return names
+    outside = _REFERENCE.sub(" ", expr)
+    if _NEGATION.search(outside):
+        raise ConditionError('"not" is not allowed: conditions are positive')
+    if _OR.search(outside):
+        raise ConditionError('"or" is not allowed: conditions are conjunctive (at most one "and")')
+    if _COMPARISON.search(outside):
+        raise ConditionError(
+            "comparisons are not allowed: reference boolean flags as ${name}, nothing else"
+        )
+    if _FUNCTION.search(outside):
+        raise ConditionError("functions are not allowed: reference boolean flags as ${name}")
+    if len(_AND.findall(outside)) > 1:
+        raise ConditionError('at most one "and" is allowed: ${a} or ${a} and ${b}')
+    for inner in _REFERENCE.findall(expr):
+        if inner != inner.strip():
+            raise ConditionError(f"no spaces inside ${{}}: write ${{{inner.strip()}}}")
+        if not re.fullmatch(_NAME_BODY, inner):
+            raise ConditionError(f"{inner!r} is not a lower_snake_case variable name")
+    if expr != expr.strip():
+        raise ConditionError("no spaces or line breaks before or after the condition")
+    if _AND.search(outside) and len(_REFERENCE.findall(expr)) != 2:
+        raise ConditionError('expected ${name} on both sides of "and": ${a} and ${b}')
+    if _AND.search(outside):
+        raise ConditionError(
+            'write the conjunction as ${a} and ${b}: lower-case "and", one space on each side'
+        )
+    raise ConditionError("expected ${name} or ${a} and ${b}")
+
+
+def condition_problems(expr: Any, categories: Mapping[str, str]) -> list[str]:
+    """Return what is wrong with a condition given the workflow's name -> category ([] if valid)."""
+    try:
+        names = condition_names(expr)
+    except ConditionError as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    for name in names:
+        category = categories.get(name)
+        if category is None:
+            problems.append(
+                f"unknown variable {name}: declare it as an environment or derived variable"
+            )
+        elif category not in ROUTABLE_CATEGORIES:
+            problems.append(
+                f"{category} variable {name} cannot route: "
+                "only environment and derived variables can"
+            )
+    return problems
 
 
 def is_secret_env_var(env_var: str) -> bool:
@@ -297,7 +391,7 @@ class Handoff(_Model):
 
     source_agent: Identifier
     target_agent: Identifier
-    condition: Annotated[str, Field(min_length=1, max_length=500)]
+    condition: Annotated[str, Field(min_length=1, max_length=MAX_CONDITION_LENGTH)]
     description: Description = ""
 
 
@@ -557,8 +651,6 @@ def parse_config(data: Any) -> ParsedConfig:
 
 def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
     """Return the rules that span variables: names, agents, databases, hand-off conditions."""
-    from runs.engine.conditions import validate_condition  # lazy: the engine imports this module
-
     issues: list[ConfigIssue] = []
     first_seen: dict[str, tuple[str | int, ...]] = {}
     agents = config.agent_names()
@@ -595,7 +687,7 @@ def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
         issues.append(ConfigIssue(("context_variables",), f"at most {MAX_VARIABLES} variables"))
     categories = config.categories()
     for index, handoff in enumerate(config.handoffs):
-        for message in validate_condition(handoff.condition, categories):
+        for message in condition_problems(handoff.condition, categories):
             issues.append(ConfigIssue(("handoffs", index, "condition"), message))
     return issues
 
@@ -606,8 +698,6 @@ def config_export_dict(config: ContextVariablesFile, *, production: bool = False
 
     The production variant has no environment variables, and no hand-offs gated on them.
     """
-    from runs.engine.conditions import condition_names  # lazy: the engine imports this module
-
     section = config.context_variables
     out: dict[str, Any] = {}
     if section.database_name:
