@@ -79,6 +79,7 @@ MATCH_TEXT_MAX_CHARS = 1_000
 MAX_VARIABLES = 5_000  # over all four categories of one workflow
 MAX_TRIGGERS_PER_VARIABLE = 100
 MAX_HANDOFFS = 1_000
+ENTERPRISE_ID_MAX_CHARS = 200  # a run's enterprise id (runs.Run.enterprise_id holds as many)
 
 CATEGORIES: tuple[str, ...] = ("declarative", "database", "environment", "derived")
 CATEGORY_KEYS: dict[str, str] = {c: f"{c}_variables" for c in CATEGORIES}
