@@ -18,15 +18,17 @@ from contextadmin.selectors import workflow_config, workflow_get
 from runs import selectors, services
 from runs.api import json_response
 from runs.engine import (
+    EVENT_TYPES,
     build_context,
-    evaluate_condition,
     fetch_database_variables,
+    handoffs_readiness,
     resolve,
     resolve_system_message,
 )
-from runs.engine.format import ENVIRONMENTS, ConfigError, ContextVariablesFile
+from runs.engine.format import CATEGORIES, ENVIRONMENTS, ConfigError, ContextVariablesFile
 from runs.engine.loader import BASE_FLAGS, NO_MONGO_REASON
 from runs.engine.mongo import database_source
+from runs.engine.state import NAMESPACES
 from runs.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
 from runs.models import Run
 
@@ -34,8 +36,17 @@ TEMPLATE_MAX_CHARS = 4000
 ENTERPRISE_ID_MAX_CHARS = 200
 OVERRIDE_MAX_CHARS = 500
 STREAM_WINDOW = 1000  # the run page streams at most this many past events; time travel reaches all
-CATEGORY_ORDER = ("base", "declarative", "database", "environment", "derived", "supplied")
+# provenance categories as the inspector groups them: the run's base values, the four declared
+# categories of the format, then whatever the runtime supplied at start
+CATEGORY_ORDER = ("base", *CATEGORIES, "supplied")
 SYNTAXES = ("auto", "ref", "system")
+# The names the scripts group and filter by, owned by the engine (rendered into the page).
+INSPECTOR_CONSTANTS = {
+    "categories": CATEGORY_ORDER,
+    "namespaces": NAMESPACES,
+    "environments": ENVIRONMENTS,
+    "event_types": EVENT_TYPES,
+}
 
 
 def staff_json(view: Callable[..., dict[str, Any]]) -> Callable[..., HttpResponse]:
@@ -93,9 +104,11 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     page = {
         "run": selectors.run_summary(run=run),
         "variables": _variables_meta(definitions),
+        # the rules as pinned at start: the graph's edges; their readiness comes with the state
         "handoffs": definitions.get("handoffs", []),
         "warnings": run.warnings,
         "stream_after": max(0, run.last_seq - STREAM_WINDOW),
+        "constants": INSPECTOR_CONSTANTS,
     }
     return render(
         request,
@@ -108,7 +121,7 @@ def _variables_meta(definitions: Mapping[str, Any]) -> dict[str, dict[str, Any]]
     """Map each declared variable to its category, type, description (and derived default)."""
     section = definitions.get("context_variables") or {}
     meta: dict[str, dict[str, Any]] = {}
-    for category in CATEGORY_ORDER[1:5]:
+    for category in CATEGORIES:
         for variable in section.get(f"{category}_variables", []):
             meta[variable["name"]] = {
                 "category": category,
@@ -204,6 +217,7 @@ def workflow_preview(request: HttpRequest, name: str) -> HttpResponse:
             "handoffs": _preview_handoffs(config, built),
             "warnings": {env: built[env].warnings for env in ENVIRONMENTS},
             "mongo_configured": bool(settings.MONGODB_URI),
+            "environments": ENVIRONMENTS,
         },
     )
 
@@ -254,19 +268,30 @@ def _preview_rows(
 
 
 def _preview_handoffs(config: ContextVariablesFile | None, built: Mapping[str, Any]) -> list[dict]:
+    """Each rule as the engine judges it at the start of a run, one cell per environment."""
     if config is None:
         return []
+    readiness = {env: handoffs_readiness(config, built[env].values) for env in ENVIRONMENTS}
     return [
         {
-            "source": handoff.source_agent,
-            "target": handoff.target_agent,
-            "condition": handoff.condition,
-            "holds": [
-                evaluate_condition(handoff.condition, built[env].values) for env in ENVIRONMENTS
-            ],
+            "source": rule["source_agent"],
+            "target": rule["target_agent"],
+            "condition": rule["condition"],
+            "description": rule["description"],
+            "cells": [_readiness_cell(env, readiness[env][rule["index"]]) for env in ENVIRONMENTS],
         }
-        for handoff in config.handoffs
+        for rule in readiness[ENVIRONMENTS[0]]
     ]
+
+
+def _readiness_cell(environment: str, rule: Mapping[str, Any]) -> dict[str, Any]:
+    status = rule["status"]
+    return {
+        "environment": environment,
+        "status": status,
+        "label": f"never in {environment}" if status == "never" else status,
+        "reason": rule["reason"] or "",
+    }
 
 
 @staff_json

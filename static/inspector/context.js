@@ -2,7 +2,6 @@
 
 import { el, replace, show } from "./dom.js";
 
-export const CATEGORIES = ["base", "declarative", "database", "environment", "derived", "supplied"];
 const TITLES = {
   base: "Base", declarative: "Declarative", database: "Database",
   environment: "Environment", derived: "Derived", supplied: "Supplied by the runtime",
@@ -57,12 +56,13 @@ function sourceCell(name, entry, category, { flips, sets, onJump }) {
 
 /**
  * Render the context grouped by category.
- * view: { context, provenance, flips, sets, variables, onJump, changed:Set }
+ * view: { context, provenance, flips, sets, variables, onJump, changed:Set, categories }
+ * categories: the server's order of provenance categories (runs.views.CATEGORY_ORDER).
  */
 export function renderContext(container, view) {
-  const { context, provenance, variables } = view;
+  const { context, provenance, variables, categories } = view;
   const names = new Set([...Object.keys(provenance), ...Object.keys(context)]);
-  const groups = new Map(CATEGORIES.map((c) => [c, []]));
+  const groups = new Map(categories.map((c) => [c, []]));
   for (const name of names) {
     const category = provenance[name]?.category || variables[name]?.category || "supplied";
     if (!groups.has(category)) groups.set(category, []);

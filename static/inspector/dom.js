@@ -50,14 +50,6 @@ export function show(value) {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
-/** Python's truthiness, which is what hand-off conditions use. */
-export function truthy(value) {
-  if (value === null || value === undefined || value === false || value === 0 || value === "") return false;
-  if (Array.isArray(value)) return value.length > 0;
-  if (typeof value === "object") return Object.keys(value).length > 0;
-  return true;
-}
-
 /** Format an ISO timestamp in the reader's locale, e.g. "21 Nov, 11:04:05". */
 export function when(iso) {
   if (!iso) return "";

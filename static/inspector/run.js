@@ -1,16 +1,20 @@
-// The run page: wires the live socket to the context, timeline, hand-offs, stream and tools.
+// The run page: wires the live socket to the context, timeline, hand-offs, agents graph, stream
+// and tools. What the server computes (readiness, the normalised sender, the names of categories,
+// namespaces and event types) is displayed as sent, never recomputed here.
 
 import { renderContext } from "./context.js";
 import { debounce, el, getJSON, jsonScript, replace } from "./dom.js";
+import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
 import { LiveSocket, showStatus } from "./socket.js";
-import { EventStream } from "./stream.js";
+import { EventStream, senderOf } from "./stream.js";
 import { renderTimeline } from "./timeline.js";
 import { renderDiff } from "./travel.js";
 
 const root = document.getElementById("inspector");
 const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
 const page = jsonScript("page-data");
+const { categories, namespaces, event_types: eventTypes } = page.constants;
 const $ = (id) => document.getElementById(id);
 
 const model = {
@@ -22,6 +26,8 @@ const model = {
   flips: [], // every flip so far, with its seq and cause
   sets: [], // context_set changes seen in the stream: { name, seq, value }
   changed: new Set(),
+  execution: {}, // state.execution: current_agent, visited_agents, path (the agents graph)
+  readiness: null, // the server's hand-off readiness (null: not sent, rules shown without status)
 };
 // live: follow the stream; otherwise show `state` as of `seq` (from the state API)
 let view = { live: true, seq: null, state: null };
@@ -29,6 +35,7 @@ let view = { live: true, seq: null, state: null };
 const stream = new EventStream({
   list: $("stream"), empty: $("stream-empty"),
   agentSelect: $("filter-agent"), typeSelect: $("filter-type"), pauseButton: $("pause"),
+  types: eventTypes,
 });
 
 const derivedFlags = Object.entries(page.variables)
@@ -48,7 +55,7 @@ function describeFlip(flip) {
 function shown() {
   if (view.live) {
     return { seq: model.lastSeq, context: model.context, provenance: model.provenance, flips: model.flips,
-      sets: model.sets };
+      sets: model.sets, execution: model.execution, readiness: model.readiness };
   }
   return { seq: view.seq, ...view.state, sets: model.sets.filter((set) => set.seq <= view.seq) };
 }
@@ -78,7 +85,7 @@ function render() {
 
   renderContext($("context"), {
     context: current.context, provenance: current.provenance, flips: current.flips, sets: current.sets,
-    variables: page.variables, onJump: jump, changed: view.live ? model.changed : null,
+    variables: page.variables, onJump: jump, changed: view.live ? model.changed : null, categories,
   });
   model.changed.clear();
 
@@ -92,7 +99,9 @@ function render() {
     ],
   }));
   renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
-  renderHandoffs($("handoffs"), page.handoffs, current.context);
+  renderHandoffs($("handoffs"), page.handoffs, current.readiness);
+  renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution: current.execution });
+  $("graph-at").textContent = view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`;
   if (view.live) resolveSoon();
 }
 
@@ -105,7 +114,27 @@ function onSnapshot(message) {
   model.flips = message.flips || [];
   model.sets = model.sets.filter((set) => set.seq <= message.seq);
   model.status = message.state.execution.status;
+  model.execution = message.state.execution;
+  model.readiness = message.handoffs ?? null;
   schedule();
+}
+
+/** Follow the agents between snapshots: who spoke last, and each hand-off edge as it is taken. */
+function followAgents(message) {
+  const { event, seq } = message;
+  const execution = model.execution;
+  const visit = (agent) => {
+    execution.current_agent = agent;
+    execution.visited_agents = execution.visited_agents || [];
+    if (!execution.visited_agents.includes(agent)) execution.visited_agents.push(agent);
+  };
+  const agent = senderOf(message);
+  if (event.type === "agent_text" && agent) visit(agent);
+  if (event.type === "handoff" && typeof event.target === "string") {
+    execution.path = [...(execution.path || []),
+      { source: agent, target: event.target, rule: Number.isInteger(event.rule) ? event.rule : null, seq }];
+    visit(event.target);
+  }
 }
 
 function onEvent(message) {
@@ -121,6 +150,8 @@ function onEvent(message) {
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
   }
   if (message.event.type === "run_status") model.status = message.event.status;
+  model.readiness = message.handoffs ?? null;
+  followAgents(message);
   stream.add(message);
   schedule();
 }
@@ -157,7 +188,14 @@ async function travelTo(seq) {
   try {
     const data = await getJSON(urls.state, { at: seq });
     if (token !== travelToken) return; // a newer request superseded this one
-    view = { live: false, seq: data.seq, state: { context: data.state.context, provenance: data.provenance, flips: data.flips } };
+    view = {
+      live: false,
+      seq: data.seq,
+      state: {
+        context: data.state.context, provenance: data.provenance, flips: data.flips,
+        execution: data.state.execution, readiness: data.handoffs ?? null,
+      },
+    };
     replace($("travel-note"), `Showing the state after event #${data.seq} of ${model.lastSeq}. The event stream stays live. `,
       el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
     $("travel-note").hidden = false;
@@ -183,7 +221,7 @@ $("compare").addEventListener("submit", async (event) => {
   const [a, b] = [clamp($("compare-a").value), clamp($("compare-b").value)].sort((x, y) => x - y);
   try {
     const [first, second] = await Promise.all([getJSON(urls.state, { at: a }), getJSON(urls.state, { at: b })]);
-    renderDiff($("compare-result"), first, second, jump);
+    renderDiff($("compare-result"), first, second, { onJump: jump, namespaces });
   } catch (error) {
     replace($("compare-result"), el("p", { class: "error" }, `Compare failed: ${error.message}`));
     $("compare-result").hidden = false;

@@ -3,12 +3,11 @@
 import { el, replace, show } from "./dom.js";
 
 const MAX_ROWS = 3000; // older rows leave the page; time travel still reaches every event
-const TYPES = ["agent_text", "tool_response", "context_set", "run_status"];
 
-function senderOf(event) {
-  const sender = event.agent ?? event.sender;
-  if (sender && typeof sender === "object") return sender.name ?? "";
-  return sender ?? "";
+/** The sender the server normalised (message.agent); else the event's own agent if a string. */
+export function senderOf(message) {
+  if (typeof message.agent === "string") return message.agent;
+  return typeof message.event?.agent === "string" ? message.event.agent : "";
 }
 
 function body(event) {
@@ -23,13 +22,17 @@ function body(event) {
       return el("div", { class: "ev-text" }, el("code", {}, event.name), " = ", show(event.value));
     case "run_status":
       return el("div", { class: "ev-text" }, "run ", el("span", { class: "pill", dataset: { status: event.status } }, event.status));
+    case "handoff":
+      return el("div", { class: "ev-text" }, "hands off to ", el("span", { class: "agent" }, String(event.target ?? "")),
+        Number.isInteger(event.rule) ? el("span", { class: "muted" }, ` (rule ${event.rule})`) : null);
     default:
       return el("div", { class: "ev-text" }, JSON.stringify(event));
   }
 }
 
 export class EventStream {
-  constructor({ list, empty, agentSelect, typeSelect, pauseButton }) {
+  /** types: the event types the server accepts (runs.engine.EVENT_TYPES), for the type filter. */
+  constructor({ list, empty, agentSelect, typeSelect, pauseButton, types }) {
     this.list = list;
     this.empty = empty;
     this.agentSelect = agentSelect;
@@ -39,7 +42,7 @@ export class EventStream {
     this.buffer = [];
     this.agents = new Set();
     this.types = new Set();
-    for (const type of TYPES) this.addOption(this.typeSelect, this.types, type);
+    for (const type of types) this.addOption(this.typeSelect, this.types, type);
     agentSelect.addEventListener("change", () => this.applyFilters());
     typeSelect.addEventListener("change", () => this.applyFilters());
     pauseButton.addEventListener("click", () => this.setPaused(!this.paused));
@@ -73,7 +76,7 @@ export class EventStream {
 
   row(message) {
     const { seq, event } = message;
-    const who = senderOf(event) || event.tool || "";
+    const who = senderOf(message) || event.tool || "";
     this.addOption(this.agentSelect, this.agents, who);
     this.addOption(this.typeSelect, this.types, event.type);
     const flips = (message.flips || []).map((flip) =>

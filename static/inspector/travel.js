@@ -2,12 +2,13 @@
 
 import { el, replace, show } from "./dom.js";
 
-const NAMESPACES = ["context", "nodes", "execution"];
-
-/** List [path, old, new] for every top-level key of each namespace whose value differs. */
-export function diffStates(before, after) {
+/**
+ * List [path, old, new] for every top-level key of each namespace whose value differs.
+ * namespaces: the state's namespaces as the server names them (runs.engine.state.NAMESPACES).
+ */
+export function diffStates(before, after, namespaces) {
   const rows = [];
-  for (const namespace of NAMESPACES) {
+  for (const namespace of namespaces) {
     const a = before[namespace] || {};
     const b = after[namespace] || {};
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
@@ -18,8 +19,8 @@ export function diffStates(before, after) {
   return rows;
 }
 
-export function renderDiff(container, first, second, onJump) {
-  const rows = diffStates(first.state, second.state);
+export function renderDiff(container, first, second, { onJump, namespaces }) {
+  const rows = diffStates(first.state, second.state, namespaces);
   const flips = second.flips.filter((flip) => flip.seq > first.seq && flip.seq <= second.seq);
   const lines = rows.map(([path, old, now]) => el("tr", {},
     el("th", { scope: "row" }, el("code", {}, path)),

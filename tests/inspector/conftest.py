@@ -35,6 +35,12 @@ ROUTED_HANDOFFS = [
         "condition": "${context_aware} and ${interview_complete}",
         "description": "",
     },
+    {
+        "source_agent": "InterviewAgent",
+        "target_agent": "HandoffsAgent",
+        "condition": "${context_aware}",
+        "description": "skip ahead when context-aware",
+    },
 ]
 
 

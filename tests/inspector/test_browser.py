@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -198,19 +199,128 @@ def test_agent_text_with_markup_is_shown_as_text(page, live):
     assert page.locator("#stream script, #stream img, #template-output img").count() == 0
 
 
+# The server computes hand-off readiness (issue 15) and sends it as "handoffs" with the snapshot,
+# every event and the state API; the page only displays it.
+SERVER_READINESS = pytest.mark.xfail(
+    strict=False,
+    reason="the server-side 'handoffs' field of snapshot/event/state messages (issue 15) "
+    "is being added concurrently",
+)
+
+
+def graph_edge(page, rule: int):
+    return page.locator(f'#graph g.edge[data-rule="{rule}"]')
+
+
+def graph_node(page, agent: str):
+    return page.locator(f'#graph g.node[data-agent="{agent}"]')
+
+
+@SERVER_READINESS
 def test_hand_off_readiness_follows_the_live_flags(page, live):
     reporter = live.reporter("Routed")
     open_run(page, reporter.run_id)
     rules = page.locator("#handoffs tbody tr")
-    expect(rules).to_have_count(2)
-    expect(rules.nth(0)).to_have_attribute("data-holds", "false")
+    expect(rules).to_have_count(3)
     expect(rules.nth(0)).to_contain_text("${interview_complete}")
+    expect(rules.nth(0)).to_have_attribute("data-status", "not yet")
     reporter.event("agent_text", agent="InterviewAgent", text="next")
-    expect(rules.nth(0)).to_have_attribute("data-holds", "true")
+    expect(rules.nth(0)).to_have_attribute("data-status", "holds")
     expect(rules.nth(0).locator(".badge")).to_have_text("holds")
     # context_aware is false on this server, so the conjunction still waits
-    expect(rules.nth(1)).to_have_attribute("data-holds", "false")
+    expect(rules.nth(1)).to_have_attribute("data-status", "not yet")
     expect(rules.nth(1)).to_contain_text("context_aware = false")
+    expect(graph_edge(page, 0)).to_have_attribute("data-status", "holds")
+    travel(page, 0)  # time travel shows the readiness the state API computed at #0
+    expect(rules.nth(0)).to_have_attribute("data-status", "not yet")
+
+
+@SERVER_READINESS
+def test_a_production_run_shows_environment_gated_rules_as_never(page, live):
+    reporter = live.reporter("Routed", environment="production")
+    open_run(page, reporter.run_id)
+    rules = page.locator("#handoffs tbody tr")
+    expect(rules).to_have_count(3)
+    expect(rules.nth(0)).to_have_attribute("data-status", "not yet")
+    for gated in (1, 2):  # both name context_aware, suppressed in production
+        expect(rules.nth(gated)).to_have_attribute("data-status", "never")
+        expect(rules.nth(gated).locator(".badge")).to_have_text("never in this environment")
+        expect(rules.nth(gated).locator(".reason")).to_contain_text("never in production")
+        expect(rules.nth(gated)).to_contain_text("context_aware = (absent)")
+        expect(graph_edge(page, gated)).to_have_attribute("data-status", "never")
+    reporter.event("agent_text", agent="InterviewAgent", text="next")
+    expect(rules.nth(0)).to_have_attribute("data-status", "holds")
+    expect(rules.nth(1)).to_have_attribute("data-status", "never")
+
+
+def test_without_server_readiness_the_rules_show_without_a_status(page, live):
+    """A message without "handoffs" (an older server) shows the rules, and no status is guessed."""
+    reporter = live.reporter("Routed")
+    open_run(page, reporter.run_id)
+    page.evaluate("""() => {
+        const s = window.inspector.socket;
+        s.receive({type: "event", seq: s.lastSeq + 1, flips: [], changes: {},
+                   event: {type: "agent_text", agent: "InterviewAgent", text: "hello"}});
+    }""")
+    rules = page.locator("#handoffs tbody tr")
+    expect(rules).to_have_count(3)
+    for index in range(3):
+        expect(rules.nth(index)).to_have_attribute("data-status", "unknown")
+    expect(page.locator("#handoffs")).to_contain_text("Readiness unavailable")
+    expect(graph_edge(page, 0)).to_have_attribute("data-status", "")
+    expect(graph_node(page, "InterviewAgent")).to_have_attribute("data-current", "true")
+
+
+def test_agents_graph_highlights_taken_edges_and_follows_time_travel(page, live):
+    reporter = live.reporter("Routed")
+    open_run(page, reporter.run_id)
+    expect(page.locator("#graph g.node")).to_have_count(3)
+    expect(page.locator("#graph g.edge")).to_have_count(3)
+    expect(graph_edge(page, 0)).to_contain_text("${interview_complete}")
+    expect(graph_edge(page, 1)).to_contain_text("${context_aware} and ${interview_co")
+    expect(page.locator('#graph g.edge[data-taken="true"]')).to_have_count(0)
+    expect(page.locator('#graph g.node[data-current="true"]')).to_have_count(0)
+
+    reporter.event("agent_text", agent="InterviewAgent", text="next")  # 1
+    expect(graph_node(page, "InterviewAgent")).to_have_attribute("data-current", "true")
+    reporter.event("handoff", agent="InterviewAgent", target="ContextVariablesAgent", rule=0)  # 2
+    expect(graph_edge(page, 0)).to_have_attribute("data-taken", "true")
+    expect(graph_edge(page, 0)).to_have_attribute("data-seqs", "2")
+    expect(graph_edge(page, 0)).to_have_class(re.compile(r"\btaken\b"))
+    expect(graph_node(page, "ContextVariablesAgent")).to_have_attribute("data-current", "true")
+    expect(graph_node(page, "InterviewAgent")).to_have_attribute("data-current", "false")
+    expect(page.locator("#graph .graph-summary")).to_contain_text(
+        "Current agent: ContextVariablesAgent"
+    )
+    expect(page.locator("#event-2")).to_contain_text("hands off to ContextVariablesAgent")
+    expect(page.locator("#event-2 .ev-agent")).to_have_text("InterviewAgent")
+    reporter.event("agent_text", agent="ContextVariablesAgent", text="Declared.")  # 3
+    expect(page.locator("#run-seq")).to_have_text("3")
+
+    travel(page, 1)  # before the hand-off: no highlight, InterviewAgent current
+    expect(page.locator("#graph-at")).to_have_text("after #1")
+    expect(graph_edge(page, 0)).to_have_attribute("data-taken", "false")
+    expect(page.locator('#graph g.edge[data-taken="true"]')).to_have_count(0)
+    expect(graph_node(page, "InterviewAgent")).to_have_attribute("data-current", "true")
+    travel(page, 2)
+    expect(page.locator("#graph-at")).to_have_text("after #2")
+    expect(graph_edge(page, 0)).to_have_attribute("data-taken", "true")
+    page.get_by_role("button", name="Back to live").click()
+    expect(page.locator("#graph-at")).to_contain_text("live")
+    expect(graph_edge(page, 0)).to_have_attribute("data-taken", "true")
+
+    # a hand-off no rule declares is drawn apart (dashed), and a fresh page reads the path
+    # from the server's snapshot
+    reporter.event("handoff", agent="ContextVariablesAgent", target="InterviewAgent")  # 4
+    unplanned = page.locator("#graph g.edge.unplanned")
+    expect(unplanned).to_have_attribute("data-taken", "true")
+    expect(unplanned).to_have_attribute("data-seqs", "4")
+    page.reload()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    expect(graph_edge(page, 0)).to_have_attribute("data-seqs", "2")
+    expect(page.locator("#graph g.edge.unplanned")).to_have_attribute("data-seqs", "4")
+    expect(graph_node(page, "InterviewAgent")).to_have_attribute("data-current", "true")
+    expect(page.locator("#filter-type option", has_text="handoff")).to_have_count(1)
 
 
 def test_template_preview_resolves_at_the_selected_seq_and_highlights_unresolved(page, live):
@@ -324,8 +434,14 @@ def test_run_page_screenshots_at_desktop_and_narrow_widths(page, live):
     template = "Assisting {{enterprise_id}} ({{product_tier}}): {{concept_overview}}"
     page.fill("#template-input", template)
     expect(page.locator("#template-output")).to_contain_text("Assisting acme (beta)")
+    reporter.event("handoff", agent="InterviewAgent", target="ContextVariablesAgent", rule=0)
+    expect(graph_edge(page, 0)).to_have_attribute("data-taken", "true")
     OUTPUT.mkdir(exist_ok=True)
     page.screenshot(path=str(OUTPUT / "run-page.png"), full_page=True)
+    page.emulate_media(color_scheme="dark")
+    page.locator("#graph").screenshot(path=str(OUTPUT / "run-graph-dark.png"))
+    page.emulate_media(color_scheme="light")
+    page.locator("#graph").screenshot(path=str(OUTPUT / "run-graph.png"))
     page.set_viewport_size({"width": 390, "height": 844})
     page.wait_for_timeout(200)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 
 import pytest
@@ -237,3 +238,104 @@ def test_fetch_reports_an_unreachable_mongodb(staff, generator):
         data = staff.get("/workflows/Generator/preview/fetch/?variable=concept_overview").json()
     assert data["status"] == "unresolved"
     assert data["reason"].startswith("MongoDB unreachable")
+
+
+# -- what the pages pass to the scripts and show ---------------------------------------------
+ROUTED_RULES = [
+    {"source_agent": "InterviewAgent", "target_agent": "ContextVariablesAgent",
+     "condition": "${interview_complete}", "description": "once the interview is done"},
+    {"source_agent": "ContextVariablesAgent", "target_agent": "HandoffsAgent",
+     "condition": "${context_aware} and ${interview_complete}", "description": ""},
+    {"source_agent": "InterviewAgent", "target_agent": "HandoffsAgent",
+     "condition": "${context_aware}", "description": "skip ahead when context-aware"},
+]
+
+
+@pytest.fixture
+def routed(db):
+    from contextadmin.services import workflow_import
+
+    workflow_import(name="Routed", data={**demo_config(), "handoffs": ROUTED_RULES})
+
+
+def page_data(response) -> dict:
+    """The JSON the run page hands to its scripts (json_script "page-data"), as rendered."""
+    html = response.content.decode()
+    start = html.index('<script id="page-data" type="application/json">') + len(
+        '<script id="page-data" type="application/json">'
+    )
+    return json.loads(html[start:html.index("</script>", start)])
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("categories", ["base", "declarative", "database", "environment", "derived", "supplied"]),
+        ("namespaces", ["context", "nodes", "execution"]),
+        ("environments", ["development", "production"]),
+        ("event_types", ["agent_text", "tool_response", "context_set", "run_status", "handoff"]),
+    ],
+)
+def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expected):
+    from runs.engine import EVENT_TYPES
+    from runs.engine.format import CATEGORIES, ENVIRONMENTS
+    from runs.engine.state import NAMESPACES
+
+    owned = {
+        "categories": ["base", *CATEGORIES, "supplied"],
+        "namespaces": list(NAMESPACES),
+        "environments": list(ENVIRONMENTS),
+        "event_types": list(EVENT_TYPES),
+    }
+    constants = page_data(staff.get(f"/runs/{run.pk}/"))["constants"]
+    assert constants[key] == owned[key]  # rendered from the engine, not re-declared
+    assert sorted(constants[key]) == sorted(expected)  # and what the scripts expect today
+
+
+def test_run_page_passes_the_pinned_hand_off_rules_and_has_the_graph(staff, routed):
+    from runs import services
+
+    started = services.run_start(workflow_name="Routed", enterprise_id="acme")
+    response = staff.get(f"/runs/{started.run.pk}/")
+    assert [
+        (rule["source_agent"], rule["target_agent"], rule["condition"])
+        for rule in page_data(response)["handoffs"]
+    ] == [(r["source_agent"], r["target_agent"], r["condition"]) for r in ROUTED_RULES]
+    html = response.content.decode()
+    assert 'id="graph"' in html and 'id="handoffs"' in html
+
+
+@pytest.mark.parametrize(
+    ("query", "rule", "environment", "status", "label"),
+    [
+        ("", 0, "development", "not yet", "not yet"),
+        ("", 0, "production", "not yet", "not yet"),
+        ("?CONTEXT_AWARE=on", 1, "development", "not yet", "not yet"),
+        ("?CONTEXT_AWARE=on", 1, "production", "never", "never in production"),
+        ("?CONTEXT_AWARE=on", 2, "development", "holds", "holds"),
+        ("?CONTEXT_AWARE=off", 2, "development", "not yet", "not yet"),
+        ("", 2, "development", "not yet", "not yet"),  # unset boolean: false in development
+        ("?CONTEXT_AWARE=on", 2, "production", "never", "never in production"),
+    ],
+)
+def test_preview_judges_hand_offs_with_the_engine_per_environment(
+    staff, routed, query, rule, environment, status, label
+):
+    response = staff.get(f"/workflows/Routed/preview/{query}")
+    assert response.status_code == 200
+    handoff = response.context["handoffs"][rule]
+    assert handoff["condition"] == ROUTED_RULES[rule]["condition"]
+    cell = next(c for c in handoff["cells"] if c["environment"] == environment)
+    assert (cell["status"], cell["label"]) == (status, label)
+    if status == "never":
+        assert "environment variables are suppressed" in cell["reason"]
+    html = response.content.decode()
+    assert f'data-environment="{environment}" data-status="{status}"' in html
+    assert f">{label}</span>" in html
+
+
+def test_preview_never_says_not_yet_for_a_rule_gated_on_a_suppressed_variable(staff, routed):
+    html = staff.get("/workflows/Routed/preview/?CONTEXT_AWARE=on").content.decode()
+    table = html[html.index('id="preview-handoffs"'):]
+    assert table.count(">never in production</span>") == 2
+    assert "never in development" not in table

@@ -1,0 +1,258 @@
+// The agents graph: the agents as nodes, the workflow's hand-off rules as edges labelled with
+// their conditions, the edges taken so far (state.execution.path) highlighted and the current
+// agent marked. SVG built with createElementNS/textContent; the layout is deterministic: ranks
+// in breadth-first order of the rules from the agents no rule hands to, at most PER_ROW a row.
+
+import { el, replace, svg } from "./dom.js";
+
+const WIDTH = 640;
+const NODE_W = 160;
+const NODE_H = 34;
+const ROW_GAP = 104; // from one row's centre to the next
+const MARGIN = 30;
+const PER_ROW = 3;
+const NAME_CHARS = 22;
+const LABEL_CHARS = 28;
+const CHAR_W = 6.6; // the labels' monospace advance at 11px, so their width is known up front
+const BEND = 40;
+
+function clip(text, max) {
+  const value = String(text ?? "");
+  return value.length > max ? `${value.slice(0, max - 1)}…` : value;
+}
+
+/** Every agent to draw, in a stable order: the rules' agents, then the ones seen in the run. */
+export function agentsOf(rules, execution = {}) {
+  const agents = [];
+  const add = (name) => {
+    if (typeof name === "string" && name && !agents.includes(name)) agents.push(name);
+  };
+  for (const rule of rules) { add(rule.source_agent); add(rule.target_agent); }
+  for (const name of execution.visited_agents || []) add(name);
+  for (const edge of execution.path || []) { add(edge.source); add(edge.target); }
+  add(execution.current_agent);
+  return agents;
+}
+
+/** Place each agent: { name -> { x, y, rank } } and the drawing's height. */
+export function layout(agents, rules) {
+  const next = new Map(agents.map((name) => [name, []]));
+  for (const rule of rules) next.get(rule.source_agent)?.push(rule.target_agent);
+  const ruled = agents.filter((name) => rules.some((r) => r.source_agent === name || r.target_agent === name));
+  const targets = new Set(rules.map((rule) => rule.target_agent));
+  const rank = new Map();
+  const order = [];
+  const walk = (roots) => {
+    const queue = roots.filter((root) => !rank.has(root));
+    for (const root of queue) rank.set(root, 0);
+    while (queue.length) {
+      const name = queue.shift();
+      order.push(name);
+      for (const target of next.get(name) || []) {
+        if (rank.has(target)) continue;
+        rank.set(target, rank.get(name) + 1);
+        queue.push(target);
+      }
+    }
+  };
+  walk(ruled.filter((name) => !targets.has(name)));
+  for (const name of ruled) if (!rank.has(name)) walk([name]); // a cycle nobody enters from outside
+  const last = Math.max(-1, ...rank.values());
+  for (const name of agents) {
+    if (!rank.has(name)) { rank.set(name, last + 1); order.push(name); } // seen, but in no rule
+  }
+  const rows = [];
+  const byRank = new Map();
+  for (const name of order) {
+    if (!byRank.has(rank.get(name))) byRank.set(rank.get(name), []);
+    byRank.get(rank.get(name)).push(name);
+  }
+  for (const key of [...byRank.keys()].sort((a, b) => a - b)) {
+    const members = byRank.get(key);
+    for (let i = 0; i < members.length; i += PER_ROW) rows.push(members.slice(i, i + PER_ROW));
+  }
+  const places = new Map();
+  rows.forEach((row, index) => {
+    row.forEach((name, column) => {
+      places.set(name, {
+        x: (WIDTH * (column + 0.5)) / row.length,
+        y: MARGIN + NODE_H / 2 + index * ROW_GAP,
+        row: index,
+        rank: rank.get(name),
+      });
+    });
+  });
+  const height = MARGIN * 2 + NODE_H + Math.max(0, rows.length - 1) * ROW_GAP;
+  return { places, height };
+}
+
+/** Match each taken edge of the path to its rule (by index, else by its agents); the rest stay apart. */
+export function takenEdges(rules, path = []) {
+  const byRule = new Map();
+  const unplanned = new Map();
+  for (const edge of path) {
+    let index = Number.isInteger(edge.rule) && rules[edge.rule]
+      && rules[edge.rule].source_agent === edge.source && rules[edge.rule].target_agent === edge.target
+      ? edge.rule : -1;
+    if (index < 0) index = rules.findIndex((r) => r.source_agent === edge.source && r.target_agent === edge.target);
+    if (index >= 0) {
+      if (!byRule.has(index)) byRule.set(index, []);
+      byRule.get(index).push(edge.seq);
+    } else {
+      const key = JSON.stringify([edge.source, edge.target]);
+      if (!unplanned.has(key)) unplanned.set(key, { source: edge.source, target: edge.target, seqs: [] });
+      unplanned.get(key).seqs.push(edge.seq);
+    }
+  }
+  return { byRule, unplanned: [...unplanned.values()] };
+}
+
+function boundary(center, toward) {
+  const dx = toward.x - center.x;
+  const dy = toward.y - center.y;
+  if (!dx && !dy) return { x: center.x, y: center.y };
+  const scale = Math.min(dx ? (NODE_W / 2 + 2) / Math.abs(dx) : Infinity, dy ? (NODE_H / 2 + 2) / Math.abs(dy) : Infinity);
+  return { x: center.x + dx * scale, y: center.y + dy * scale };
+}
+
+function geometry(a, b, bend, labelAt) {
+  if (a === b) { // a rule from an agent to itself: a loop on its right side
+    const x = a.x + NODE_W / 2;
+    return {
+      d: `M ${x} ${a.y - 8} C ${x + 56} ${a.y - 40}, ${x + 56} ${a.y + 40}, ${x} ${a.y + 8}`,
+      label: { x: Math.min(WIDTH - 4, x + 44), y: a.y },
+    };
+  }
+  const length = Math.hypot(b.x - a.x, b.y - a.y);
+  const normal = { x: -(b.y - a.y) / length, y: (b.x - a.x) / length };
+  const control = {
+    x: (a.x + b.x) / 2 + normal.x * bend * 2,
+    y: (a.y + b.y) / 2 + normal.y * bend * 2,
+  };
+  const start = boundary(a, control);
+  const end = boundary(b, control);
+  const t = labelAt;
+  const point = (p, q, r) => (1 - t) ** 2 * p + 2 * (1 - t) * t * q + t ** 2 * r;
+  return {
+    d: `M ${start.x.toFixed(1)} ${start.y.toFixed(1)} Q ${control.x.toFixed(1)} ${control.y.toFixed(1)} ${end.x.toFixed(1)} ${end.y.toFixed(1)}`,
+    label: { x: point(start.x, control.x, end.x), y: point(start.y, control.y, end.y) },
+  };
+}
+
+/** How far each edge curves: straight to the next rank, apart when they would overlap. */
+function bends(edges, places) {
+  const pairs = new Map();
+  const outs = new Map();
+  return edges.map((edge) => {
+    const a = places.get(edge.source);
+    const b = places.get(edge.target);
+    const key = JSON.stringify([edge.source, edge.target]);
+    const reverse = JSON.stringify([edge.target, edge.source]);
+    const parallel = pairs.get(key) || 0;
+    pairs.set(key, parallel + 1);
+    const out = outs.get(edge.source) || 0;
+    outs.set(edge.source, out + 1);
+    const straight = b.row === a.row + 1 && !edges.some((e) => JSON.stringify([e.source, e.target]) === reverse);
+    const base = straight ? 0 : BEND;
+    const step = parallel === 0 ? 0 : (parallel % 2 ? 1 : -1) * Math.ceil(parallel / 2) * BEND;
+    return { bend: base + step, labelAt: [0.5, 0.64, 0.36][out % 3] }; // fanned-out labels stagger
+  });
+}
+
+function edgeTitle(edge) {
+  const parts = [`${edge.source} → ${edge.target}`];
+  if (edge.condition) parts.push(`when ${edge.condition}`);
+  if (edge.status) parts.push(edge.status === "never" ? `never in this environment${edge.reason ? ` (${edge.reason})` : ""}` : edge.status);
+  parts.push(edge.seqs.length ? `taken at ${edge.seqs.map((seq) => `#${seq}`).join(", ")}` : "not taken yet");
+  return parts.join(" · ");
+}
+
+function drawEdge(edge, places, shape) {
+  const a = places.get(edge.source);
+  const b = places.get(edge.target);
+  const { d, label } = geometry(a, b, shape.bend, shape.labelAt);
+  const taken = edge.seqs.length > 0;
+  const text = edge.rule === null ? "no rule" : clip(edge.condition, LABEL_CHARS);
+  const width = text.length * CHAR_W + 8;
+  return svg("g", {
+    class: ["edge", taken && "taken", edge.rule === null && "unplanned", edge.status && `ready-${edge.status.replace(" ", "-")}`],
+    dataset: {
+      rule: edge.rule === null ? "" : String(edge.rule), source: edge.source, target: edge.target,
+      taken: String(taken), status: edge.status || "", seqs: edge.seqs.join(","),
+    },
+  },
+  svg("title", {}, edgeTitle(edge)),
+  svg("path", { d, class: "edge-line", "marker-end": `url(#${taken ? "graph-arrow-taken" : "graph-arrow"})` }),
+  svg("rect", { x: label.x - width / 2, y: label.y - 9, width, height: 18, rx: 4, class: "edge-label-bg" }),
+  svg("text", { x: label.x, y: label.y + 4, class: "edge-label", "text-anchor": "middle" },
+    taken && edge.seqs.length > 1 ? `${text} ×${edge.seqs.length}` : text));
+}
+
+function drawNode(name, place, execution) {
+  const current = execution.current_agent === name;
+  const visited = (execution.visited_agents || []).includes(name);
+  const x = place.x - NODE_W / 2;
+  const y = place.y - NODE_H / 2;
+  return svg("g", {
+    class: ["node", visited && "visited", current && "current"],
+    dataset: { agent: name, current: String(current), visited: String(visited) },
+    "aria-current": current ? "true" : null,
+  },
+  svg("title", {}, `${name}${current ? " (current agent)" : visited ? " (visited)" : ""}`),
+  current ? svg("rect", { x: x - 5, y: y - 5, width: NODE_W + 10, height: NODE_H + 10, rx: 12, class: "node-halo" }) : null,
+  svg("rect", { x, y, width: NODE_W, height: NODE_H, rx: 8, class: "node-box" }),
+  svg("text", { x: place.x, y: place.y + 4, "text-anchor": "middle", class: "node-name" }, clip(name, NAME_CHARS)));
+}
+
+/**
+ * Draw the graph.
+ * rules: the run's pinned hand-off rules; readiness: the server's per-rule list (or null);
+ * execution: state.execution (current_agent, visited_agents, path) as of the shown seq.
+ */
+export function renderGraph(container, { rules, readiness, execution }) {
+  const state = execution || {};
+  const agents = agentsOf(rules, state);
+  if (!agents.length) {
+    replace(container, el("p", { class: "muted" }, "No agents yet: the workflow declares no hand-off rules and no agent has spoken."));
+    return;
+  }
+  const { places, height } = layout(agents, rules);
+  const { byRule, unplanned } = takenEdges(rules, state.path || []);
+  const statuses = new Map((readiness || []).map((row) => [row.index, row]));
+  const edges = [
+    ...rules.map((rule, index) => ({
+      rule: index, source: rule.source_agent, target: rule.target_agent, condition: rule.condition,
+      status: statuses.get(index)?.status || null, reason: statuses.get(index)?.reason || null,
+      seqs: byRule.get(index) || [],
+    })),
+    ...unplanned.map((edge) => ({ ...edge, rule: null, condition: null, status: null, reason: null })),
+  ];
+  const shapes = bends(edges, places);
+  const drawn = edges.map((edge, index) => ({ edge, node: drawEdge(edge, places, shapes[index]) }));
+  const marker = (id) => svg("marker", {
+    id, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10",
+    markerUnits: "userSpaceOnUse", orient: "auto",
+  }, svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: id }));
+  const path = state.path || [];
+  const summary = [
+    state.current_agent ? ["Current agent: ", el("strong", { class: "graph-current" }, state.current_agent)] : "No current agent yet",
+    ` · ${path.length} hand-off${path.length === 1 ? "" : "s"} taken`,
+    path.length ? [": ", path.map((edge, i) => [i ? ", " : "", `${edge.source} → ${edge.target} at #${edge.seq}`])] : "",
+  ];
+  replace(container,
+    svg("svg", {
+      viewBox: `-20 0 ${WIDTH + 40} ${height}`, class: "graph-svg", role: "img",
+      "aria-label": `Agents graph: ${agents.length} agents, ${rules.length} hand-off rules, ${path.length} taken`,
+    },
+    svg("defs", {}, marker("graph-arrow"), marker("graph-arrow-taken")),
+    // untaken edges first, so the highlighted ones are drawn on top of them
+    drawn.filter(({ edge }) => !edge.seqs.length).map(({ node }) => node),
+    drawn.filter(({ edge }) => edge.seqs.length).map(({ node }) => node),
+    agents.map((name) => drawNode(name, places.get(name), state))),
+    el("p", { class: "graph-summary" }, summary),
+    el("p", { class: "graph-legend muted" },
+      el("span", { class: "legend legend-taken" }, "taken"), " ",
+      el("span", { class: "legend legend-rule" }, "rule"), " ",
+      el("span", { class: "legend legend-never" }, "never in this environment"), " ",
+      el("span", { class: "legend legend-current" }, "current agent")));
+}
