@@ -13,29 +13,55 @@ from .conditions import (
 from .config import ConfigInput, load_config
 from .derived import TRIGGER_LOADERS, DerivedContextManager, DerivedTrigger, Flip
 from .events import EVENT_TYPES, RUN_STATUSES, TEXT_MAX_CHARS, event_sender, validate_event
-from .loader import Context, build_context, coerce_env, env_flag, is_production
+from .format import (
+    BASE_FLAGS,
+    ENVIRONMENTS,
+    JSON_MAX_DEPTH,
+    REDACTED_MARKER,
+    SERVER_ENV_VARS,
+    credential_value_reason,
+    env_var_problem,
+    is_secret_env_var,
+)
+from .loader import (
+    Context,
+    ContextError,
+    build_context,
+    coerce_env,
+    context_from_supplied,
+    env_flag,
+    is_production,
+    redact_credentials,
+)
 from .log import PREVIEW_MAX_CHARS, preview
 from .mongo import Lookup, fetch_database_variables, json_safe, mongo_client
 from .resolver import (
     LintIssue,
     Resolution,
+    TemplateError,
     lint_templates,
     resolve,
     resolve_json,
     resolve_system_message,
 )
-from .state import Applied, EventError, RunState, SeqError, replay
+from .state import Applied, EventError, RunState, SeqError, context_set_problem, replay
 
 __all__ = [
+    "BASE_FLAGS",
+    "ENVIRONMENTS",
     "EVENT_TYPES",
+    "JSON_MAX_DEPTH",
     "PREVIEW_MAX_CHARS",
+    "REDACTED_MARKER",
     "RUN_STATUSES",
+    "SERVER_ENV_VARS",
     "TEXT_MAX_CHARS",
     "TRIGGER_LOADERS",
     "Applied",
     "ConditionError",
     "ConfigInput",
     "Context",
+    "ContextError",
     "DerivedContextManager",
     "DerivedTrigger",
     "EventError",
@@ -45,20 +71,27 @@ __all__ = [
     "Resolution",
     "RunState",
     "SeqError",
+    "TemplateError",
     "build_context",
     "coerce_env",
     "condition_names",
+    "context_from_supplied",
+    "context_set_problem",
+    "credential_value_reason",
     "env_flag",
+    "env_var_problem",
     "evaluate_condition",
     "event_sender",
     "fetch_database_variables",
     "handoffs_readiness",
     "is_production",
+    "is_secret_env_var",
     "json_safe",
     "lint_templates",
     "load_config",
     "mongo_client",
     "preview",
+    "redact_credentials",
     "replay",
     "resolve",
     "resolve_json",

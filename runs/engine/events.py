@@ -10,11 +10,10 @@ accepted as an alias of ``agent`` (AG2 calls it that); a sender may be a string,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from .format import IDENTIFIER_MAX_CHARS, NAME_MAX_CHARS
+from .format import IDENTIFIER_MAX_CHARS, JSON_MAX_DEPTH, NAME_MAX_CHARS, json_value_problem
 
 __all__ = [
     "EVENT_FIELDS",
@@ -49,7 +48,6 @@ EVENT_FIELDS: tuple[str, ...] = (
 )
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
 TEXT_MAX_CHARS = 100_000  # one agent message; longer text is a blob, not a chat turn
-JSON_MAX_DEPTH = 64  # nesting of ``data`` / ``value``
 
 
 def event_sender(event: Mapping[str, Any]) -> str | None:
@@ -73,29 +71,10 @@ def _identifier_problem(field: str, value: Any, *, required_for: str | None) -> 
     return None
 
 
-def _json_problem(field: str, value: Any, depth: int = 0) -> str | None:
+def _json_problem(field: str, value: Any) -> str | None:
     """Say why ``value`` is not plain JSON (or is nested too deeply), naming the field."""
-    if depth > JSON_MAX_DEPTH:
-        return f"{field}: nested more than {JSON_MAX_DEPTH} levels"
-    if value is None or isinstance(value, str | bool | int):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{field}: must be a finite number"
-    if isinstance(value, list | tuple):
-        for item in value:
-            problem = _json_problem(field, item, depth + 1)
-            if problem:
-                return problem
-        return None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{field}: object keys must be strings"
-            problem = _json_problem(field, item, depth + 1)
-            if problem:
-                return problem
-        return None
-    return f"{field}: must be JSON (got {type(value).__name__})"
+    problem = json_value_problem(value)
+    return f"{field}: {problem}" if problem else None
 
 
 def validate_event(event: Any) -> list[str]:

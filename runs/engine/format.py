@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -36,13 +36,19 @@ from pydantic import (
 )
 
 __all__ = [
+    "BASE_FLAGS",
     "CATEGORIES",
     "DECLARATIVE_VALUE_MAX_CHARS",
     "ENVIRONMENTS",
+    "ENV_NUMBER_MAX_CHARS",
+    "ENV_VALUE_MAX_CHARS",
+    "JSON_MAX_DEPTH",
     "MAX_CONDITION_LENGTH",
+    "REDACTED_MARKER",
     "RESERVED_NAMES",
     "ROUTABLE_CATEGORIES",
     "SECRET_ENV_REASON",
+    "SERVER_ENV_VARS",
     "AgentTextTrigger",
     "AgentTurnCountTrigger",
     "ConditionError",
@@ -66,8 +72,16 @@ __all__ = [
     "config_export_bytes",
     "config_export_dict",
     "config_problems",
+    "credential_value_reason",
+    "env_var_problem",
+    "is_secret_env_var",
+    "json_nesting_exceeds",
     "json_schema",
+    "json_value_problem",
     "parse_config",
+    "text_problem",
+    "value_matches_type",
+    "with_article",
 ]
 
 # -- limits and vocabularies (documented in docs/format.md) ----------------------------------
@@ -79,6 +93,8 @@ MATCH_TEXT_MAX_CHARS = 1_000
 MAX_VARIABLES = 5_000  # over all four categories of one workflow
 MAX_TRIGGERS_PER_VARIABLE = 100
 MAX_HANDOFFS = 1_000
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT64_MESSAGE = "must fit in a signed 64-bit integer (JSON consumers and databases cap it)"
 ENTERPRISE_ID_MAX_CHARS = 200  # a run's enterprise id (runs.Run.enterprise_id holds as many)
 
 CATEGORIES: tuple[str, ...] = ("declarative", "database", "environment", "derived")
@@ -89,12 +105,83 @@ LEGACY_KEYS = ("variables",)
 ENVIRONMENTS: tuple[str, ...] = ("development", "production")
 NAME_PATTERN = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$"
 ENV_VAR_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
-_SECRET_ENV = re.compile(r"(?:_KEY$|^KEY$|SECRET|TOKEN|PASSWORD)")
+# The minimal base context's two baked-in flags (seed 000 step 1), and the env vars they read.
+# Only an environment variable may take one of these names (DESIGN.md §3).
+BASE_FLAGS: dict[str, str] = {
+    "context_aware": "CONTEXT_AWARE",
+    "monetization_enabled": "MONETIZATION_ENABLED",
+}
+JSON_MAX_DEPTH = 64  # nesting of any JSON value the engine takes in (events, contexts, templates)
+ENV_VALUE_MAX_CHARS = 1_000  # seed 000: env vars are "small booleans or short scalars"
+ENV_NUMBER_MAX_CHARS = 100  # an integer/number literal longer than this is not a flag value
+
+# Every setting the server itself reads from the environment (contextadmin/settings.py and the
+# management commands; a test keeps this list in step with settings.py). A context variable
+# never reads one: they hold the server's credentials (DATABASE_URL, MONGODB_URI...) or tune it.
+# The base flags CONTEXT_AWARE and MONETIZATION_ENABLED are the seed's own feature flags, not
+# server settings, so they stay readable.
+SERVER_ENV_VARS: frozenset[str] = frozenset({
+    "API_MAX_BODY_BYTES",
+    "API_MAX_EVENTS_PER_BATCH",
+    "API_MAX_RUNNING_RUNS_PER_TOKEN",
+    "API_MAX_SOCKETS_PER_TOKEN",
+    "API_RATE_LIMIT_PER_MINUTE",
+    "CHANNEL_LAYER_CAPACITY",
+    "CONTEXT_INCLUDE_SCHEMA",
+    "CONTEXT_VERBOSE_DEBUG",
+    "DATABASE_URL",
+    "DJANGO_ALLOWED_HOSTS",
+    "DJANGO_CSRF_TRUSTED_ORIGINS",
+    "DJANGO_DEBUG",
+    "DJANGO_HSTS_SECONDS",
+    "DJANGO_LOG_LEVEL",
+    "DJANGO_SECRET_KEY",
+    "DJANGO_SECURE_SSL",
+    "DJANGO_SETTINGS_MODULE",
+    "DJANGO_SUPERUSER_EMAIL",
+    "DJANGO_SUPERUSER_PASSWORD",
+    "DJANGO_SUPERUSER_USERNAME",
+    "DJANGO_TEST_DATABASE",
+    "ENVIRONMENT",
+    "MONGODB_TIMEOUT_MS",
+    "MONGODB_URI",
+    "REDIS_CHANNEL_LAYER",
+    "REDIS_URL",
+})
+# Credential-shaped env var names. Substrings for words that never occur by accident
+# (SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL, PRIVATE); whole ``_``-separated words for short
+# ones that do (PASS would refuse COMPASS, AUTH would refuse AUTHOR, KEY would refuse MONKEY).
+_SECRET_ENV_SUBSTRINGS = re.compile(r"SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|PRIVATE")
+_SECRET_ENV_WORDS = frozenset({
+    "KEY", "KEYS", "APIKEY", "PASS", "PWD", "AUTH", "OAUTH", "AUTHORIZATION", "DSN", "CREDS",
+    "PASSPHRASE", "COOKIE", "CERT", "PEM",
+})
 SECRET_ENV_REASON = (  # a message about secrets, not one
     "looks like a secret: storing secrets in any context variable is an anti-pattern "  # noqa: S105
     "(use a secure secret manager; never echo secret env vars here)"
 )
+SERVER_ENV_REASON = (
+    "is a setting of this server (contextadmin/settings.py), which may hold its credentials: "
+    "it never enters a context"
+)
 
+# What a credential-looking value is replaced by when read (loader, supplied contexts).
+REDACTED_MARKER = "[redacted]"
+# Each pattern is anchored on a literal and uses only bounded or separator-stopped repeats, so a
+# scan is linear in the text whatever it holds.
+_URL_AUTHORITY = re.compile(r"://([^\s/?#]*)")
+_SECRET_QUERY = re.compile(
+    r"[?&;](?:password|passwd|pwd|pass|secret|token|access_token|api_key|apikey|key|auth"
+    r"|client_secret|sig|signature)=[^&\s]", re.IGNORECASE,
+)
+_CREDENTIAL_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}-----"), "a PEM block"),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key id"),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36}"), "a GitHub token"),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10}"), "a Slack token"),
+    (re.compile(r"\bsk-(?:live-|proj-|ant-)?[A-Za-z0-9_-]{20}"), "an API secret key (sk-...)"),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,200}\.eyJ[A-Za-z0-9_-]{8}"), "a JSON Web Token"),
+)
 VarType = Literal["string", "integer", "number", "boolean"]
 # Values are checked by ``_primitive_of_type`` (one clear message instead of four union errors).
 Primitive = Annotated[
@@ -201,9 +288,99 @@ def condition_problems(expr: Any, categories: Mapping[str, str]) -> list[str]:
     return problems
 
 
+def env_var_problem(env_var: str) -> str | None:
+    """Say why a context variable may not read this env var (None when it may).
+
+    Refused: the server's own settings (``SERVER_ENV_VARS``), and credential-shaped names:
+    ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE*``,
+    and the words ``KEY(S)``, ``APIKEY``, ``PASS``, ``PWD``, ``AUTH``, ``DSN``... Names ending
+    in ``_URL``/``_URI`` are allowed; their values are checked at read time
+    (``credential_value_reason``).
+    """
+    upper = env_var.upper()
+    if upper in SERVER_ENV_VARS:
+        return f"{env_var} {SERVER_ENV_REASON}"
+    words = upper.split("_")
+    if _SECRET_ENV_SUBSTRINGS.search(upper) or _SECRET_ENV_WORDS.intersection(words):
+        return f"{env_var} {SECRET_ENV_REASON}"
+    return None
+
+
 def is_secret_env_var(env_var: str) -> bool:
-    """Tell whether an env var name looks like it holds a secret (``*_KEY``, ``*TOKEN*``...)."""
-    return bool(_SECRET_ENV.search(env_var.upper()))
+    """Tell whether a context variable may never read this env var (see ``env_var_problem``)."""
+    return env_var_problem(env_var) is not None
+
+
+def credential_value_reason(value: Any) -> str | None:
+    """Say why a value looks like a credential (None when it does not); never raises.
+
+    Checked where values are read (env vars, database fields, supplied contexts): a URL with
+    userinfo (``scheme://user:password@host``), a secret query parameter (``?token=``), a PEM
+    block, and a few well-known token shapes. Such a value is never put in a context or shown.
+    """
+    if not isinstance(value, str):
+        return None
+    for match in _URL_AUTHORITY.finditer(value):
+        if "@" in match.group(1):
+            return "looks like a credential (a URL with userinfo, e.g. a password)"
+    if _SECRET_QUERY.search(value):
+        return "looks like a credential (a URL with a secret query parameter)"
+    for pattern, shape in _CREDENTIAL_SHAPES:
+        if pattern.search(value):
+            return f"looks like a credential ({shape})"
+    return None
+
+
+def json_value_problem(value: Any, *, max_depth: int = JSON_MAX_DEPTH) -> str | None:
+    """Say why a value is not plain, storable JSON (None when it is); iterative: any depth.
+
+    JSON here means what every store and consumer of a run takes: null, strings, booleans,
+    signed 64-bit integers, finite numbers, lists and string-keyed objects, nested at most
+    ``max_depth`` levels (deeper values would overflow the recursive JSON encoders).
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if item is None or isinstance(item, str | bool):
+            continue
+        if isinstance(item, int):
+            if not INT64_MIN <= item <= INT64_MAX:
+                return INT64_MESSAGE
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return "must be a finite number"
+            continue
+        children: list[Any]
+        if isinstance(item, list | tuple):
+            children = list(item)
+        elif isinstance(item, Mapping):
+            if not all(isinstance(key, str) for key in item):
+                return "object keys must be strings"
+            children = list(item.values())
+        else:
+            return f"must be JSON (got {type(item).__name__})"
+        if depth >= max_depth:
+            return f"nested more than {max_depth} levels"
+        stack.extend((child, depth + 1) for child in reversed(children))
+    return None
+
+
+def json_nesting_exceeds(value: Any, limit: int = JSON_MAX_DEPTH) -> bool:
+    """Tell whether lists/objects nest deeper than ``limit`` levels (iterative: any depth)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def value_matches_type(value: Any, type_: str) -> bool:
@@ -219,7 +396,8 @@ def value_matches_type(value: Any, type_: str) -> bool:
     return isinstance(value, str)
 
 
-def _article(type_: str) -> str:
+def with_article(type_: str) -> str:
+    """Prefix a noun with its article: ``an integer``, ``a string``."""
     return f"an {type_}" if type_[0] in "aeiou" else f"a {type_}"
 
 
@@ -230,7 +408,7 @@ def _primitive_of_type(value: Any, info: ValidationInfo) -> Any:
         return value
     if not value_matches_type(value, type_):
         raise ValueError(
-            f"must be {_article(type_)} (the declared type), got {json_type_name(value)}"
+            f"must be {with_article(type_)} (the declared type), got {json_type_name(value)}"
         )
     if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(INT64_MESSAGE)
@@ -247,7 +425,7 @@ def json_type_name(value: Any) -> str:
         return "a list"
     if isinstance(value, float) and not math.isfinite(value):
         return "a non-finite number"
-    return _article(type_of_value(value))
+    return with_article(type_of_value(value))
 
 
 def type_of_value(value: Any) -> str:
@@ -447,6 +625,22 @@ class ContextVariablesFile(_Model):
             agents.update((handoff.source_agent, handoff.target_agent))
         return agents
 
+    def tool_names(self) -> set[str]:
+        """Tools named by triggers (seed 002: tools are nodes too, ``{{save_plan.n}}``)."""
+        tools: set[str] = set()
+        for derived in self.context_variables.derived_variables:
+            for trigger in derived.triggers:
+                tool = getattr(trigger, "tool", None)
+                if tool:
+                    tools.add(tool)
+        return tools
+
+    def node_names(self) -> dict[str, str]:
+        """Map every node the workflow names (agents and tools) -> ``agent`` or ``tool``."""
+        nodes = dict.fromkeys(sorted(self.tool_names()), "tool")
+        nodes.update(dict.fromkeys(sorted(self.agent_names()), "agent"))
+        return nodes
+
 
 # -- errors -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -549,12 +743,11 @@ def _dedupe(issues: list[ConfigIssue]) -> list[ConfigIssue]:
 
 
 # -- parsing ----------------------------------------------------------------------------------
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-INT64_MESSAGE = "must fit in a signed 64-bit integer (JSON consumers and databases cap it)"
 MAX_UNSTORABLE_ISSUES = 20
 
 
-def _string_problem(text: str) -> str | None:
+def text_problem(text: str) -> str | None:
+    """Say why no UTF-8 file or database can store this text (NUL, lone surrogate), or None."""
     if "\x00" in text:
         return "contains a NUL character (\\u0000), which databases cannot store"
     try:
@@ -574,7 +767,7 @@ def _unstorable(data: Any) -> list[ConfigIssue]:
     while stack and len(issues) < MAX_UNSTORABLE_ISSUES:
         loc, value = stack.pop()
         if isinstance(value, str):
-            problem = _string_problem(value)
+            problem = text_problem(value)
             if problem:
                 issues.append(ConfigIssue(loc, problem))
         elif isinstance(value, int) and not isinstance(value, bool):
@@ -583,7 +776,7 @@ def _unstorable(data: Any) -> list[ConfigIssue]:
         elif isinstance(value, Mapping):
             children: list[tuple[tuple[str | int, ...], Any]] = []
             for key, child in value.items():
-                problem = _string_problem(key) if isinstance(key, str) else None
+                problem = text_problem(key) if isinstance(key, str) else None
                 if problem:
                     shown = key.encode("utf-8", "backslashreplace").decode()
                     shown = shown.replace("\x00", "\\x00")
@@ -654,7 +847,7 @@ def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
     """Return the rules that span variables: names, agents, databases, hand-off conditions."""
     issues: list[ConfigIssue] = []
     first_seen: dict[str, tuple[str | int, ...]] = {}
-    agents = config.agent_names()
+    nodes = config.node_names()
     total = 0
     for category, index, variable in config.variables():
         total += 1
@@ -671,9 +864,19 @@ def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
             ))
         else:
             first_seen[variable.name] = loc
-        if variable.name in agents:
+        node = nodes.get(variable.name)
+        if node is not None:  # seed 002: "Global variable names must never collide with node names"
             issues.append(ConfigIssue(
-                loc, f"{variable.name} is also an agent name: variables and agents must not collide"
+                loc,
+                f"{variable.name} is also {with_article(node)} name: variables and nodes "
+                "(agents, tools) must not collide",
+            ))
+        if variable.name in BASE_FLAGS and category != "environment":
+            issues.append(ConfigIssue(
+                loc,
+                f"{variable.name} is a base flag the runtime reads from "
+                f"{BASE_FLAGS[variable.name]} (and suppresses in production): only an "
+                f"environment variable may take its name, not {with_article(category)} variable",
             ))
         if (
             isinstance(variable, DatabaseVariable)

@@ -10,7 +10,12 @@ Decisions (DESIGN.md §4, documented in docs/engine.md):
   false)") and any other type is left out of ``values`` (status ``unresolved``);
 - an unparsable integer/number takes its ``default`` with a warning (``unresolved`` without);
 - a database value that does not match the declared type is kept, with a warning;
-- ``CONTEXT_INCLUDE_SCHEMA`` suppresses database variables only when it is 0/false/no/off.
+- ``CONTEXT_INCLUDE_SCHEMA`` suppresses database variables only when it is 0/false/no/off;
+- coercion never raises: a value too long, beyond 64 bits, or not storable text is unparsable;
+- a value that looks like a credential (``credential_value_reason``) is replaced by
+  ``REDACTED_MARKER``, with the reason in its provenance, wherever it is read.
+
+``context_from_supplied`` applies the same rules to a context the runtime supplies at start.
 """
 
 from __future__ import annotations
@@ -28,42 +33,58 @@ from pymongo import MongoClient
 
 from .config import ConfigInput, load_config
 from .format import (
-    SECRET_ENV_REASON,
+    BASE_FLAGS,
+    ENV_NUMBER_MAX_CHARS,
+    ENV_VALUE_MAX_CHARS,
+    ENVIRONMENTS,
+    INT64_MAX,
+    INT64_MIN,
+    NAME_MAX_CHARS,
+    REDACTED_MARKER,
+    RESERVED_NAMES,
     ConfigError,
     ContextVariablesFile,
     DatabaseVariable,
     EnvironmentVariable,
-    is_secret_env_var,
+    credential_value_reason,
+    env_var_problem,
     json_type_name,
+    json_value_problem,
+    text_problem,
     value_matches_type,
+    with_article,
 )
 from .log import context_diff, logger, safe_preview
 from .mongo import Lookup, database_source, fetch_database_variables
 
 __all__ = [
     "BASE_FLAGS",
+    "PRODUCTION_PURGE_REASON",
     "PRODUCTION_REASON",
     "STATUSES",
+    "SUPPLIED_REASON",
     "Context",
+    "ContextError",
     "build_context",
     "coerce_env",
+    "context_from_supplied",
     "env_flag",
     "is_production",
+    "redact_credentials",
 ]
 
 STATUSES = ("resolved", "default", "unresolved", "suppressed")
-BASE_FLAGS: dict[str, str] = {
-    "context_aware": "CONTEXT_AWARE",
-    "monetization_enabled": "MONETIZATION_ENABLED",
-}
 PRODUCTION_REASON = "suppressed in production"
+PRODUCTION_PURGE_REASON = f"{PRODUCTION_REASON} (defensive purge)"
+SUPPLIED_REASON = "supplied by the runtime at start"
 NO_MONGO_REASON = "no MongoDB configured"
 MAX_ISSUE_WARNINGS = 20  # an invalid file can have hundreds of issues; name the first ones
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 _FALSY = frozenset({"0", "false", "no", "off"})
 _INTEGER = re.compile(r"[+-]?\d+")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+# Unambiguous (one way to match any text), so a failed match never backtracks polynomially.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 @dataclass
@@ -93,20 +114,61 @@ def is_production(environ: Mapping[str, str]) -> bool:
     return environ.get("ENVIRONMENT", "").strip().lower() == "production"
 
 
-def coerce_env(raw: str, type_: str) -> tuple[bool, Any]:
-    """Coerce an env value to the declared type; return (ok, value)."""
+def _coerce(raw: str, type_: str) -> tuple[Any, str | None]:
+    """Coerce an env value to the declared type: (value, None), or (None, why it is not one)."""
     if type_ == "boolean":
-        return True, env_flag(raw)
+        return env_flag(raw), None
+    if len(raw) > ENV_VALUE_MAX_CHARS:
+        return None, f"is longer than {ENV_VALUE_MAX_CHARS} characters"
+    problem = text_problem(raw)
+    if problem:
+        return None, problem
+    if type_ not in ("integer", "number"):
+        return raw, None
     text = raw.strip()
-    if type_ == "integer":
-        return (True, int(text)) if _INTEGER.fullmatch(text) else (False, None)
-    if type_ == "number":
-        if _INTEGER.fullmatch(text):
-            return True, int(text)
-        if _NUMBER.fullmatch(text) and math.isfinite(number := float(text)):
-            return True, number
+    if len(text) > ENV_NUMBER_MAX_CHARS:  # int() of a long digit string raises, float() is slow
+        return None, f"is not a valid {type_} (longer than {ENV_NUMBER_MAX_CHARS} characters)"
+    if _INTEGER.fullmatch(text):
+        integer = int(text)
+        if not INT64_MIN <= integer <= INT64_MAX:
+            return None, f"is not a valid {type_} (outside the signed 64-bit range)"
+        return integer, None
+    if type_ == "number" and _NUMBER.fullmatch(text) and math.isfinite(number := float(text)):
+        return number, None
+    return None, f"is not a valid {type_}"
+
+
+def coerce_env(raw: str, type_: str) -> tuple[bool, Any]:
+    """Coerce an env value to the declared type; return (ok, value). Never raises.
+
+    Unparsable, too long (``ENV_VALUE_MAX_CHARS``; ``ENV_NUMBER_MAX_CHARS`` for numbers), outside
+    signed 64 bits, or text no database can store: (False, None), and the caller falls back to
+    the declared default with a warning (DESIGN.md §4).
+    """
+    if not isinstance(raw, str):
         return False, None
-    return True, raw
+    value, problem = _coerce(raw, type_)
+    return (problem is None), value
+
+
+def redact_credentials(value: Any) -> tuple[Any, str | None]:
+    """Return (value, None), or (``REDACTED_MARKER``, why) when any string in it looks secret.
+
+    A list or object holding one credential-looking string is replaced whole: its other parts
+    could be the rest of the same secret (a user beside a password).
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            reason = credential_value_reason(item)
+            if reason:
+                return REDACTED_MARKER, f"{reason}: replaced by {REDACTED_MARKER}"
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return value, None
 
 
 class _Builder:
@@ -258,9 +320,10 @@ def _resolve_environment(variables: list[EnvironmentVariable], b: _Builder) -> N
     for variable in variables:
         name, env_var = variable.name, variable.source.env_var
         put = {"category": "environment", "source": env_var}
-        if is_secret_env_var(env_var):  # the schema refuses these; never read one anyway
+        refused = env_var_problem(env_var)
+        if refused:  # the format refuses these; never read one anyway
             b.secret_names.add(name)
-            b.note(name, **put, status="suppressed", reason=f"{env_var} {SECRET_ENV_REASON}")
+            b.note(name, **put, status="suppressed", reason=refused)
             continue
         raw = b.environ.get(env_var)
         if raw is None:
@@ -282,16 +345,22 @@ def _resolve_environment(variables: list[EnvironmentVariable], b: _Builder) -> N
                     reason=f"{env_var} is unset and has no default",
                 )
             continue
-        ok, value = coerce_env(raw, variable.type)
-        if ok:
-            b.put(name, value, **put, status="resolved")
+        value, problem = _coerce(raw, variable.type)
+        if problem is None:
+            value, redacted = redact_credentials(value)
+            if redacted:
+                b.secret_names.add(name)
+                b.put(name, value, **put, status="resolved", reason=f"{env_var} {redacted}")
+                b.warn(f"{name}: {env_var} {redacted}")
+            else:
+                b.put(name, value, **put, status="resolved")
             continue
-        problem = f"{env_var}={safe_preview(raw, env_var=env_var)} is not a valid {variable.type}"
+        shown = f"{env_var}={safe_preview(raw, env_var=env_var)} {problem}"
         if variable.default is not None:
-            reason = f"{problem}: using the declared default"
+            reason = f"{shown}: using the declared default"
             b.put(name, variable.default, **put, status="default", reason=reason)
         else:
-            reason = f"{problem} and there is no default"
+            reason = f"{shown} and there is no default"
             b.note(name, **put, status="unresolved", reason=reason)
         b.warn(f"{name}: {reason}")
 
@@ -341,7 +410,13 @@ def _resolve_database(
         if lookup.status != "resolved":
             b.note(variable.name, **put, status="unresolved", reason=lookup.reason)
             continue
-        b.put(variable.name, lookup.value, **put, status="resolved")
+        value, redacted = redact_credentials(lookup.value)
+        if redacted:
+            b.secret_names.add(variable.name)
+            b.put(variable.name, value, **put, status="resolved", reason=redacted)
+            b.warn(f"{variable.name}: {lookup.source} {redacted}")
+            continue
+        b.put(variable.name, value, **put, status="resolved")
         if not value_matches_type(lookup.value, variable.type):
             b.warn(
                 f"{variable.name}: declared {variable.type} but {lookup.source} holds "
@@ -370,7 +445,7 @@ def _purge_production(config: ContextVariablesFile | None, b: _Builder) -> None:
             category=entry.get("category", "environment"),
             source=entry.get("source", ""),
             status="suppressed",
-            reason=f"{PRODUCTION_REASON} (defensive purge)",
+            reason=PRODUCTION_PURGE_REASON,
         )
     if leaked:
         b.warn(
@@ -448,4 +523,137 @@ def build_context(
         with b.step("production purge"):
             _purge_production(parsed, b)
     _log_summary(b, workflow_name=workflow_name, enterprise_id=enterprise_id)
+    return b.context
+
+
+# -- a context supplied by the runtime --------------------------------------------------------
+class ContextError(ValueError):
+    """A supplied context the run cannot take; each of ``problems`` names ``context.<name>``."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def _check_environment(environment: str) -> bool:
+    """Return whether ``environment`` is production; refuse one outside ENVIRONMENTS."""
+    if environment not in ENVIRONMENTS:
+        raise ValueError(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
+    return environment == "production"
+
+
+def context_from_supplied(
+    config: ConfigInput,
+    supplied: Mapping[str, Any],
+    *,
+    workflow_name: str,
+    enterprise_id: str,
+    environment: str = "development",
+) -> Context:
+    """Build a run's context from one the runtime supplied at start, by the loader's rules.
+
+    The runtime built its context itself (``build_context`` in its own process); the server
+    still owns the rules. So: the base is the run's; declarative variables are the declared
+    constants (filled in when left out); derived flags start at their defaults unless supplied;
+    every declared variable takes only a value of its declared type (a database value that does
+    not match is kept with a warning, as the loader keeps it); in production an environment
+    variable or base flag never enters (dropped, provenance ``suppressed`` with
+    ``PRODUCTION_PURGE_REASON``, and a warning); a credential-looking value is redacted. A name
+    the workflow does not declare is kept with category ``supplied``.
+
+    Raises ``ConfigError`` for an invalid config, ``ValueError`` for an unknown ``environment``,
+    and ``ContextError`` naming every ``context.<name>`` that breaks a rule.
+    """
+    production = _check_environment(environment)
+    parsed = load_config(config).config
+    section = parsed.context_variables
+    categories = parsed.categories()
+    types = {variable.name: variable.type for _, _, variable in parsed.variables()}
+    declarative = {variable.name: variable.value for variable in section.declarative_variables}
+    environment_sources = {v.name: v.source.env_var for v in section.environment_variables}
+    run_base = {"enterprise_id": enterprise_id, "workflow_name": workflow_name}
+
+    problems: list[str] = []
+    b = _Builder({})
+    for name, value in run_base.items():
+        b.put(name, value, category="base", source="run", status="resolved")
+    for derived in section.derived_variables:
+        b.put(derived.name, derived.default, category="derived", source="derived", status="default")
+    for name, value in declarative.items():
+        b.put(name, value, category="declarative", source="static", status="resolved")
+    if production:  # visible, never silent: every flag this run will not have
+        for name, env_var in {**BASE_FLAGS, **environment_sources}.items():
+            b.note(
+                name,
+                category=categories.get(name, "base"),
+                source=env_var,
+                status="suppressed",
+                reason=PRODUCTION_REASON,
+            )
+
+    purged: list[str] = []
+    for name, value in supplied.items():
+        where = f"context.{name}"
+        if not isinstance(name, str) or not name or len(name) > NAME_MAX_CHARS:
+            problems.append(f"{where}: names are non-empty strings of at most {NAME_MAX_CHARS}")
+            continue
+        problem = json_value_problem(value)
+        if problem:
+            problems.append(f"{where}: {problem}")
+            continue
+        category = categories.get(name, "base" if name in BASE_FLAGS else None)
+        if name in RESERVED_NAMES:
+            if value != run_base[name] or not isinstance(value, str):
+                problems.append(f"{where}: must be the run's own {name} ({run_base[name]!r})")
+            continue
+        if production and (category == "environment" or name in BASE_FLAGS):
+            source = environment_sources.get(name) or BASE_FLAGS[name]
+            b.note(
+                name,
+                category=category or "base",
+                source=source,
+                status="suppressed",
+                reason=PRODUCTION_PURGE_REASON,
+            )
+            purged.append(name)
+            continue
+        declared = types.get(name, "boolean" if name in BASE_FLAGS else None)
+        if category == "declarative":
+            if not (value_matches_type(value, declared or "string") and value == declarative[name]):
+                problems.append(
+                    f"{where}: declarative variable {name} is a constant: leave it out or send "
+                    f"its declared value {declarative[name]!r}"
+                )
+            continue
+        if declared is not None and category != "database" and not value_matches_type(
+            value, declared
+        ):
+            problems.append(
+                f"{where}: takes {with_article(declared)} (the declared type), "
+                f"got {json_type_name(value)}"
+            )
+            continue
+        value, redacted = redact_credentials(value)
+        b.put(
+            name,
+            value,
+            category=category or "supplied",
+            source="runtime",
+            status="resolved",
+            reason=f"{SUPPLIED_REASON}; {redacted}" if redacted else SUPPLIED_REASON,
+        )
+        if redacted:
+            b.warn(f"{name}: {redacted}")
+        elif declared is not None and not value_matches_type(value, declared):
+            b.warn(
+                f"{name}: declared {declared} but the runtime supplied "
+                f"{json_type_name(value)}; kept as is"
+            )
+    if problems:
+        raise ContextError(problems)
+    if purged:
+        b.warn(
+            "production: purged environment variables from the supplied context: "
+            f"{', '.join(purged)}"
+        )
     return b.context

@@ -11,7 +11,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from .format import is_secret_env_var
+from .format import (
+    JSON_MAX_DEPTH,
+    credential_value_reason,
+    is_secret_env_var,
+    json_nesting_exceeds,
+)
 
 __all__ = ["PREVIEW_MAX_CHARS", "REDACTED", "context_diff", "logger", "preview", "safe_preview"]
 
@@ -22,16 +27,27 @@ REDACTED = "<redacted>"
 
 
 def preview(value: Any, *, limit: int = PREVIEW_MAX_CHARS) -> str:
-    """Render a value as one short JSON-ish line so blobs and newlines never flood a log."""
-    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    """Render a value as one short JSON-ish line so blobs and newlines never flood a log.
+
+    Never raises: a value nested deeper than JSON_MAX_DEPTH, or one JSON cannot render (an
+    integer beyond Python's int-to-str digit limit), is named by its type instead.
+    """
+    if json_nesting_exceeds(value, JSON_MAX_DEPTH):
+        return f"<{type(value).__name__} nested more than {JSON_MAX_DEPTH} levels>"
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    except (ValueError, TypeError, RecursionError):  # huge ints, mixed key types, str() raising
+        return f"<{type(value).__name__} that cannot be previewed>"
     if len(text) > limit:
         return f"{text[:limit]}… ({len(text)} chars)"
     return text
 
 
 def safe_preview(value: Any, *, env_var: str | None = None) -> str:
-    """Preview a value, redacted when it came from an env var whose name looks like a secret."""
+    """Preview a value, redacted when its env var's name or the value itself looks secret."""
     if env_var is not None and is_secret_env_var(env_var):
+        return REDACTED
+    if credential_value_reason(value):
         return REDACTED
     return preview(value)
 
@@ -45,7 +61,7 @@ def context_diff(
     """List what changed between two contexts as ``+name=…``, ``-name``, ``~name: a -> b``."""
 
     def show(name: str, value: Any) -> str:
-        return REDACTED if name in secret_names else preview(value)
+        return REDACTED if name in secret_names else safe_preview(value)
 
     lines = []
     for name, value in after.items():

@@ -19,7 +19,7 @@ from typing import Any
 from pymongo import MongoClient
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from .format import DatabaseVariable
+from .format import JSON_MAX_DEPTH, DatabaseVariable, json_nesting_exceeds
 from .log import logger
 from .paths import drill, split_path
 
@@ -69,15 +69,25 @@ def database_source(
 
 
 def json_safe(value: Any) -> Any:
-    """Convert BSON values (ObjectId, datetime, Decimal128, bytes...) to plain JSON data."""
+    """Convert BSON values (ObjectId, datetime, Decimal128, bytes...) to plain JSON data.
+
+    Raises ``ValueError`` for a value nested deeper than ``JSON_MAX_DEPTH`` (checked first,
+    without recursion), which no run may hold.
+    """
+    if json_nesting_exceeds(value, JSON_MAX_DEPTH):
+        raise ValueError(f"nested more than {JSON_MAX_DEPTH} levels")
+    return _json_safe(value)
+
+
+def _json_safe(value: Any) -> Any:
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, Mapping):
-        return {str(key): json_safe(item) for key, item in value.items()}
+        return {str(key): _json_safe(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(item) for item in value]
+        return [_json_safe(item) for item in value]
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -145,7 +155,10 @@ def fetch_database_variables(
         for variable, field in members:
             source = f"db.{where}.{field}"
             found, value = drill(document, split_path(field))
-            if found:
+            if found and json_nesting_exceeds(value, JSON_MAX_DEPTH):
+                reason = f"the value of {field} is nested more than {JSON_MAX_DEPTH} levels"
+                lookups[variable.name] = Lookup("unresolved", None, source, reason)
+            elif found:
                 lookups[variable.name] = Lookup("resolved", json_safe(value), source)
             else:
                 reason = (

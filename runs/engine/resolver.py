@@ -4,6 +4,11 @@ Seed 002's algorithm, for each ``{{reference}}``: split by the first "."; a glob
 over a node of the same name; ``{{node}}`` is the node's whole output as JSON; a path drills in
 (list indices allowed); anything not found stays as written and is listed in ``unresolved``.
 Rendering: strings verbatim, every other value as compact JSON (``true``, ``25``, ``{"a":1}``).
+
+Hostile input costs linear time and never overflows the stack: references are found by a
+scanner (no backtracking pattern), a value nested deeper than ``JSON_MAX_DEPTH`` is never
+rendered (the reference stays unresolved), and ``resolve_json`` refuses a deeper tree with
+``TemplateError``.
 """
 
 from __future__ import annotations
@@ -15,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ConfigInput, load_config
-from .format import RESERVED_NAMES
-from .loader import BASE_FLAGS
+from .format import BASE_FLAGS, JSON_MAX_DEPTH, RESERVED_NAMES, json_nesting_exceeds
 from .paths import drill
 
 __all__ = [
     "LintIssue",
     "Resolution",
+    "TemplateError",
     "lint_templates",
     "resolve",
     "resolve_json",
@@ -29,7 +34,7 @@ __all__ = [
     "template_references",
 ]
 
-_REFERENCE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
+_BRACE = re.compile(r"[{}]")
 _SYSTEM_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 _SYSTEM_FIELD = re.compile(r"([A-Za-z_]\w*)(![rsa])?(:[^{}]*)?")
 FORMAT_WIDTH_MAX = 1_000  # a wider ``:spec`` (``{x:>99999999}``) is left as written
@@ -42,6 +47,10 @@ def _oversized_spec(spec: str) -> bool:
     )
 
 
+class TemplateError(ValueError):
+    """A template the resolver refuses: a JSON tree nested deeper than ``JSON_MAX_DEPTH``."""
+
+
 @dataclass(frozen=True)
 class Resolution:
     """A resolved template (``value``; ``text`` for string templates) and what stayed unresolved."""
@@ -52,30 +61,65 @@ class Resolution:
     @property
     def text(self) -> str:
         """The resolved text (non-string values of ``resolve_json`` as compact JSON)."""
-        return self.value if isinstance(self.value, str) else _render_json(self.value)
+        if isinstance(self.value, str):
+            return self.value
+        rendered = _render_json(self.value)
+        return rendered if rendered is not None else f"<{type(self.value).__name__}>"
 
 
-def _render_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+def _render_json(value: Any) -> str | None:
+    """Compact JSON, or None for a value too deep (or too big a number) to render safely."""
+    if isinstance(value, Mapping | list | tuple) and json_nesting_exceeds(value, JSON_MAX_DEPTH):
+        return None
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, TypeError):  # an int beyond the int-to-str digit limit, odd keys
+        return None
 
 
-def _render(value: Any) -> str:
+def _render(value: Any) -> str | None:
     return value if isinstance(value, str) else _render_json(value)
 
 
 def _lookup(
     reference: str, variables: Mapping[str, Any], node_outputs: Mapping[str, Any]
-) -> tuple[bool, str]:
+) -> str | None:
+    """The rendered value of a reference (seed 002: globals first, then nodes), or None."""
     name, *path = reference.split(".")
     if name in variables:
         found, value = drill(variables[name], path)
-        return found, _render(value) if found else ""
+        return _render(value) if found else None
     if name in node_outputs:
         if not path:
-            return True, _render_json(node_outputs[name])
+            return _render_json(node_outputs[name])
         found, value = drill(node_outputs[name], path)
-        return found, _render(value) if found else ""
-    return False, ""
+        return _render(value) if found else None
+    return None
+
+
+def _scan(template: str) -> Iterator[tuple[int, int, str]]:
+    r"""Yield (start, end, reference) for every ``{{reference}}``, left to right, in linear time.
+
+    A reference is ``{{``, then at least one character that is not a brace, then ``}}`` (the
+    same matches as ``\{\{\s*([^{}]+?)\s*\}\}``, whose backtracking cost cubic time on
+    ``"{{" + " " * 4000 + "}"``), stripped of surrounding whitespace. Each candidate looks only
+    as far as the next brace, so no character is examined more than a few times.
+    """
+    position = 0
+    while True:
+        start = template.find("{{", position)
+        if start < 0:
+            return
+        body = start + 2
+        brace = _BRACE.search(template, body)
+        if brace is None:
+            return  # no brace after this one: nothing can close any reference
+        end = brace.start()
+        if end > body and template.startswith("}}", end):
+            yield start, end + 2, template[body:end].strip()
+            position = end + 2
+        else:
+            position = start + 1
 
 
 def _resolve_into(
@@ -84,15 +128,20 @@ def _resolve_into(
     node_outputs: Mapping[str, Any],
     unresolved: dict[str, None],
 ) -> str:
-    def substitute(match: re.Match[str]) -> str:
-        reference = match.group(1).strip()
-        found, text = _lookup(reference, variables, node_outputs)
-        if found:
-            return text
-        unresolved[reference] = None
-        return match.group(0)
-
-    return _REFERENCE.sub(substitute, template)
+    pieces: list[str] = []
+    done = 0
+    for start, end, reference in _scan(template):
+        text = _lookup(reference, variables, node_outputs)
+        if text is None:
+            unresolved[reference] = None
+            continue
+        pieces.append(template[done:start])
+        pieces.append(text)
+        done = end
+    if not pieces:
+        return template
+    pieces.append(template[done:])
+    return "".join(pieces)
 
 
 def resolve(
@@ -107,7 +156,13 @@ def resolve(
 def resolve_json(
     obj: Any, *, variables: Mapping[str, Any], node_outputs: Mapping[str, Any]
 ) -> Resolution:
-    """Resolve every string inside a JSON tree (tool bodies, headers); keys stay as they are."""
+    """Resolve every string inside a JSON tree (tool bodies, headers); keys stay as they are.
+
+    Raises ``TemplateError`` for a tree nested deeper than ``JSON_MAX_DEPTH`` (checked first,
+    without recursion), so legal but hostile JSON never overflows the stack.
+    """
+    if json_nesting_exceeds(obj, JSON_MAX_DEPTH):
+        raise TemplateError(f"template: nested more than {JSON_MAX_DEPTH} levels")
     unresolved: dict[str, None] = {}
 
     def walk(value: Any) -> Any:
@@ -140,6 +195,7 @@ def resolve_system_message(template: str, variables: Mapping[str, Any]) -> Resol
             parsed is not None
             and parsed.group(1) in variables
             and not _oversized_spec(parsed.group(3) or "")
+            and not json_nesting_exceeds(variables[parsed.group(1)], JSON_MAX_DEPTH)
         ):
             name = parsed.group(1)
             try:
@@ -154,18 +210,18 @@ def resolve_system_message(template: str, variables: Mapping[str, Any]) -> Resol
 
 
 def template_references(template: Any) -> Iterator[str]:
-    """Yield every ``{{reference}}`` in a string or JSON tree, in order."""
-    if isinstance(template, str):
-        for match in _REFERENCE.finditer(template):
-            reference = match.group(1).strip()
-            if reference:
-                yield reference
-    elif isinstance(template, list | tuple):
-        for item in template:
-            yield from template_references(item)
-    elif isinstance(template, Mapping):
-        for item in template.values():
-            yield from template_references(item)
+    """Yield every ``{{reference}}`` in a string or JSON tree, in order (iterative: any depth)."""
+    stack: list[Any] = [template]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            for _, _, reference in _scan(item):
+                if reference:
+                    yield reference
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+        elif isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
 
 
 @dataclass(frozen=True)

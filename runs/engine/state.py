@@ -3,8 +3,13 @@
 Three namespaces addressed by dot paths: ``context`` (the variables), ``nodes`` (each agent's
 last text and each tool's last response, for ``{{node.field}}`` templates) and ``execution``
 (status, current agent, visited agents, turn counts, the path of hand-off edges taken, last
-seq). No clock and no randomness:
-replaying a run's events rebuilds exactly the live state.
+seq, and the run's ``environment``). No clock and no randomness: replaying a run's events
+rebuilds exactly the live state.
+
+A run knows its environment (DESIGN.md §4): in production no environment variable or base flag
+is ever in its context, neither from the base context (dropped at construction) nor from a
+``context_set`` (refused). ``context_set`` may only set a database variable, or an environment
+variable outside production, to a value of its declared type (``context_set_problem``).
 """
 
 from __future__ import annotations
@@ -17,11 +22,29 @@ from typing import Any
 from .config import ConfigInput, load_config
 from .derived import DerivedContextManager, Flip
 from .events import event_sender, validate_event
-from .format import ContextVariablesFile
-from .loader import Context
+from .format import (
+    BASE_FLAGS,
+    ENVIRONMENTS,
+    RESERVED_NAMES,
+    ContextVariablesFile,
+    credential_value_reason,
+    json_type_name,
+    json_value_problem,
+    value_matches_type,
+    with_article,
+)
+from .loader import Context, ContextError
 from .paths import drill
 
-__all__ = ["NAMESPACES", "Applied", "EventError", "RunState", "SeqError", "replay"]
+__all__ = [
+    "NAMESPACES",
+    "Applied",
+    "EventError",
+    "RunState",
+    "SeqError",
+    "context_set_problem",
+    "replay",
+]
 
 NAMESPACES = ("context", "nodes", "execution")
 
@@ -59,7 +82,7 @@ class Applied:
         }
 
 
-def _initial_execution() -> dict[str, Any]:
+def _initial_execution(environment: str = "development") -> dict[str, Any]:
     return {
         "status": "running",
         "current_agent": None,
@@ -67,25 +90,96 @@ def _initial_execution() -> dict[str, Any]:
         "turn_counts": {},
         "path": [],
         "last_seq": 0,
+        "environment": environment,
     }
+
+
+def context_set_problem(
+    config: ContextVariablesFile, name: str, value: Any, *, environment: str
+) -> str | None:
+    """Say why a ``context_set`` of ``name`` to ``value`` is refused (None when it may apply).
+
+    The one rule for run-time writes (DESIGN.md §4, docs/engine.md "context_set"): never the
+    base (``enterprise_id``, ``workflow_name``, the base flags), never a declarative constant,
+    never a derived flag (only its triggers flip it), never an undeclared name, never an
+    environment variable in production; otherwise only a value of the declared type, and never
+    a credential-looking one.
+    """
+    category = config.categories().get(name)
+    if name in RESERVED_NAMES:
+        return f"name: {name} is the run's base: it never changes during a run"
+    if name in BASE_FLAGS:
+        if environment == "production":
+            return f"name: environment variable {name} is suppressed in production"
+        return (
+            f"name: {name} is a base flag read from {BASE_FLAGS[name]} at start: "
+            "it never changes during a run"
+        )
+    if category is None:
+        return f"name: unknown variable {name} (declare it in the workflow first)"
+    if category == "declarative":
+        return f"name: declarative variable {name} is a constant: it never changes during a run"
+    if category == "derived":
+        return f"name: derived variable {name} is flipped by its triggers only"
+    if category == "environment" and environment == "production":
+        return f"name: environment variable {name} is suppressed in production"
+    declared = next(v.type for _, _, v in config.variables() if v.name == name)
+    if not value_matches_type(value, declared):
+        return (
+            f"value: {name} takes {with_article(declared)} (the declared type), "
+            f"got {json_type_name(value)}"
+        )
+    reason = credential_value_reason(value)
+    if reason:
+        return f"value: {reason}; context variables never hold secrets"
+    return None
 
 
 class RunState:
     """The live state of one run; ``apply`` folds one event into it."""
 
-    def __init__(self, config: ConfigInput, base_context: Mapping[str, Any] | Context) -> None:
+    def __init__(
+        self,
+        config: ConfigInput,
+        base_context: Mapping[str, Any] | Context,
+        *,
+        environment: str = "development",
+    ) -> None:
+        if environment not in ENVIRONMENTS:
+            raise ValueError(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
         self._config: ContextVariablesFile = load_config(config).config
         self._derived = DerivedContextManager(self._config)
         self._categories = self._config.categories()
         self._derived_names = tuple(self._derived.defaults())
         self._before_flip: dict[str, Any] = {}
         values = base_context.values if isinstance(base_context, Context) else base_context
+        problems = []
+        for name, value in values.items():
+            problem = json_value_problem(value)
+            if problem:  # deeper values would overflow copying and every JSON encoder
+                problems.append(f"context.{name}: {problem}")
+        if problems:
+            raise ContextError(problems)
         self.context: dict[str, Any] = copy.deepcopy(dict(values))
+        if environment == "production":  # seed 000: never an environment flag in production
+            for name in self._production_suppressed():
+                self.context.pop(name, None)
         for name, default in self._derived.defaults().items():
             self.context.setdefault(name, default)
         self.nodes: dict[str, Any] = {}
-        self.execution: dict[str, Any] = _initial_execution()
+        self.execution: dict[str, Any] = _initial_execution(environment)
         self.flips: list[dict[str, Any]] = []
+
+    @property
+    def environment(self) -> str:
+        """``development`` or ``production``: fixed for the run's life."""
+        environment: str = self.execution["environment"]
+        return environment
+
+    def _production_suppressed(self) -> set[str]:
+        names = set(BASE_FLAGS)
+        names.update(v.name for v in self._config.context_variables.environment_variables)
+        return names
 
     # -- dot paths ---------------------------------------------------------------------------
     def _namespace(self, name: str) -> dict[str, Any]:
@@ -143,12 +237,11 @@ class RunState:
         if "seq" in event and event["seq"] != self.last_seq + 1:
             return [f"seq: expected {self.last_seq + 1}, got {event['seq']}"]
         if event["type"] == "context_set":
-            name = event["name"]
-            category = self._categories.get(name)
-            if category is None:
-                return [f"name: unknown variable {name} (declare it in the workflow first)"]
-            if category == "derived" and not isinstance(event["value"], bool):
-                return [f"value: derived variable {name} takes true or false"]
+            problem = context_set_problem(
+                self._config, event["name"], event["value"], environment=self.environment
+            )
+            if problem:
+                return [problem]
         if event["type"] == "handoff" and "rule" in event:
             rule, handoffs = event["rule"], self._config.handoffs
             if rule >= len(handoffs):
@@ -232,23 +325,41 @@ class RunState:
         )
 
     @classmethod
-    def from_dict(cls, config: ConfigInput, data: Mapping[str, Any]) -> RunState:
-        """Rebuild a state from ``to_dict()`` output, to continue applying events after it."""
-        state = cls(config, data.get("context") or {})
+    def from_dict(
+        cls, config: ConfigInput, data: Mapping[str, Any], *, environment: str | None = None
+    ) -> RunState:
+        """Rebuild a state from ``to_dict()`` output, to continue applying events after it.
+
+        The environment is the snapshot's (``execution.environment``; ``development`` for
+        snapshots older than it); an ``environment`` given here must agree with it.
+        """
+        execution = dict(data.get("execution") or {})
+        stored = execution.get("environment")
+        if environment is not None and stored is not None and environment != stored:
+            raise ValueError(
+                f"environment: the snapshot is of a {stored} run, not {environment}"
+            )
+        environment = environment or stored or "development"
+        state = cls(config, data.get("context") or {}, environment=environment)
         state.nodes = copy.deepcopy(dict(data.get("nodes") or {}))
         state.execution = {
-            **_initial_execution(),
-            **copy.deepcopy(dict(data.get("execution") or {})),
+            **_initial_execution(environment),
+            **copy.deepcopy(execution),
+            "environment": environment,
         }
         state.flips = copy.deepcopy(list(data.get("flips") or []))
         return state
 
 
 def replay(
-    config: ConfigInput, base_context: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
+    config: ConfigInput,
+    base_context: Mapping[str, Any] | Context,
+    events: Iterable[Mapping[str, Any]],
+    *,
+    environment: str = "development",
 ) -> RunState:
     """Rebuild a run's state from its base context and event log."""
-    state = RunState(config, base_context)
+    state = RunState(config, base_context, environment=environment)
     for event in events:
         state.apply(event)
     return state

@@ -18,10 +18,23 @@ from runs.engine import (
     validate_event,
 )
 
-from .support import config_with, demo_config, demo_events, derived_var, says, text, tool
+from .support import (
+    config_with,
+    db_var,
+    demo_config,
+    demo_events,
+    derived_var,
+    env_var,
+    says,
+    text,
+    tool,
+)
 
 CONFIG = config_with(
+    database_name="crm",
     declarative_variables=[{"name": "product_tier", "value": "beta"}],
+    database_variables=[db_var("account_plan", "Accounts", "plan")],
+    environment_variables=[env_var("beta_features", "BETA_FEATURES")],
     derived_variables=[
         derived_var("interview_complete", says("InterviewAgent", "NEXT")),
         derived_var(
@@ -49,6 +62,7 @@ def test_initial_state() -> None:
             "turn_counts": {},
             "path": [],
             "last_seq": 0,
+            "environment": "development",
         },
         "flips": [],
     }
@@ -136,6 +150,7 @@ def test_agent_text_updates_execution_nodes_and_derived() -> None:
         "turn_counts": {"InterviewAgent": 2, "user": 1},
         "path": [],
         "last_seq": 3,
+        "environment": "development",
     }
     applied = state.apply(text("InterviewAgent", "third"))
     assert [f.name for f in applied.flips] == ["chatty"]
@@ -180,17 +195,16 @@ def test_tool_data_is_copied() -> None:
     ("name", "value", "changes"),
     [
         pytest.param(
-            "product_tier",
+            "account_plan",
             "gold",
-            {"product_tier": {"old": "beta", "new": "gold"}},
-            id="declarative",
+            {"account_plan": {"old": None, "new": "gold"}},
+            id="database",
         ),
-        pytest.param("product_tier", "beta", {}, id="same-value-no-change"),
         pytest.param(
-            "interview_complete",
+            "beta_features",
             True,
-            {"interview_complete": {"old": False, "new": True}},
-            id="derived-bool",
+            {"beta_features": {"old": None, "new": True}},
+            id="environment-in-development",
         ),
     ],
 )
@@ -200,6 +214,8 @@ def test_context_set(name: str, value: Any, changes: dict[str, Any]) -> None:
     assert state.get(f"context.{name}") == value
     assert applied.changes == changes
     assert applied.flips == [] and state.flips == []  # an explicit set is a change, not a flip
+    again = state.apply({"type": "context_set", "name": name, "value": value})
+    assert again.changes == {}  # the same value again changes nothing
 
 
 @pytest.mark.parametrize(
@@ -212,13 +228,18 @@ def test_context_set(name: str, value: Any, changes: dict[str, Any]) -> None:
         ),
         pytest.param(
             {"type": "context_set", "name": "enterprise_id", "value": "x"},
-            "name: unknown variable enterprise_id (declare it in the workflow first)",
+            "name: enterprise_id is the run's base: it never changes during a run",
             id="base-name",
         ),
         pytest.param(
-            {"type": "context_set", "name": "interview_complete", "value": "yes"},
-            "value: derived variable interview_complete takes true or false",
-            id="derived-not-bool",
+            {"type": "context_set", "name": "interview_complete", "value": True},
+            "name: derived variable interview_complete is flipped by its triggers only",
+            id="derived",
+        ),
+        pytest.param(
+            {"type": "context_set", "name": "product_tier", "value": "gold"},
+            "name: declarative variable product_tier is a constant: it never changes during a run",
+            id="declarative",
         ),
         pytest.param(
             {"type": "agent_text", "agent": "A"},
@@ -439,16 +460,18 @@ event_strategy = st.one_of(
         st.sampled_from(["save_plan", "other"]),
         st.sampled_from(["success", "error"]),
         st.one_of(
-            st.none(), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(), max_size=2)
+            st.none(),
+            st.dictionaries(
+                st.sampled_from(["a", "b"]), st.integers(-(2**63), 2**63 - 1), max_size=2
+            ),
         ),
     ),
     st.builds(
-        lambda name, value: {"type": "context_set", "name": name, "value": value},
-        st.sampled_from(["interview_complete", "plan_saved"]),
+        lambda value: {"type": "context_set", "name": "beta_features", "value": value},
         st.booleans(),
     ),
     st.builds(
-        lambda value: {"type": "context_set", "name": "product_tier", "value": value},
+        lambda value: {"type": "context_set", "name": "account_plan", "value": value},
         st.text(max_size=5),
     ),
     st.builds(
