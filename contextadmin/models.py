@@ -7,8 +7,11 @@ only carry sizes and vocabularies.
 
 from __future__ import annotations
 
+import reversion
+from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils import timezone
 
 from runs.engine import format as fmt
 from runs.engine.format import MAX_CONDITION_LENGTH
@@ -30,6 +33,15 @@ class Workflow(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    # What deployment pipelines and new runs get (null: never published).
+    published_version = models.ForeignKey(
+        "WorkflowVersion",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
+    )
 
     class Meta:
         ordering = ["name"]
@@ -200,3 +212,86 @@ class Handoff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_agent} → {self.target_agent}"
+
+
+class VersionAction(models.TextChoices):
+    CREATE = "create", "created"
+    SAVE = "save", "saved"
+    IMPORT = "import", "imported"
+    REVERT = "revert", "reverted"
+    UPGRADE = "upgrade", "recorded at upgrade"
+
+
+class WorkflowVersion(models.Model):
+    """One numbered version of a workflow's definitions: who, when, why, and its export.
+
+    django-reversion keeps the rows (``revision``: the workflow, its variables, their triggers
+    and its hand-offs); the canonical export is stored here too, so a version stays readable,
+    diffable and servable after any schema migration, and serving it costs one query.
+    """
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    revision = models.OneToOneField(
+        "reversion.Revision",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="workflow_version",
+    )
+    action = models.CharField(max_length=16, choices=VersionAction.choices)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    # Kept when the user is deleted; "command line" for imports without a user.
+    author_name = models.CharField(max_length=150, blank=True)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+    comment = models.TextField(blank=True)
+    reverted_from = models.PositiveIntegerField(null=True, blank=True)
+    export = models.TextField(help_text="The canonical context_variables.json of this version.")
+    export_production = models.TextField(help_text="The same for environment=production.")
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the export.")
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    approved_by_name = models.CharField(max_length=150, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approval_comment = models.TextField(blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["workflow", "-number"]
+        verbose_name = "change"
+        verbose_name_plural = "recent changes"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workflow", "number"], name="contextadmin_version_unique_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow.name} version {self.number}"
+
+    @property
+    def who(self) -> str:
+        return self.author_name or "command line"
+
+    def export_for(self, environment: str) -> str:
+        """Return the stored export for an environment (already validated by the caller)."""
+        return self.export_production if environment == "production" else self.export
+
+
+# One revision spans a workflow with its variables and hand-offs; services add the triggers
+# (grand-children) to it explicitly, in one query rather than one per variable.
+reversion.register(Workflow, follow=("variables", "handoffs"), exclude=("published_version",))
+reversion.register(Variable)
+reversion.register(Trigger)
+reversion.register(Handoff)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from pydantic import ValidationError
 
 from contextadmin import specs
-from contextadmin.models import Handoff, Trigger, Variable, Workflow
+from contextadmin.models import Handoff, Trigger, Variable, Workflow, WorkflowVersion
 from runs.engine import format as fmt
 
 ENVIRONMENTS = fmt.ENVIRONMENTS
@@ -123,9 +125,15 @@ def workflow_diff(*, workflow: Workflow | None, config: fmt.ContextVariablesFile
     """Compare a workflow's current definitions (None: no workflow yet) with a config."""
     incoming = fmt.config_export_dict(config)
     current = _canonical(workflow_document(workflow=workflow)) if workflow else {}
+    return documents_diff(before=current, after=incoming)
+
+
+def documents_diff(*, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> ConfigDiff:
+    """Compare two canonical documents: the one diff of imports, versions and conflicts."""
+    current, incoming = before or {}, after
     entries: list[DiffEntry] = []
     old_db = (current.get("context_variables") or {}).get("database_name")
-    new_db = incoming["context_variables"].get("database_name")
+    new_db = (incoming.get("context_variables") or {}).get("database_name")
     if old_db != new_db:
         change = "added" if old_db is None else "removed" if new_db is None else "changed"
         entries.append(DiffEntry(change, "database_name", (_change(old_db, new_db),)))
@@ -272,3 +280,171 @@ def _change(old: Any, new: Any) -> str:
     before = _MISSING if old is None else old
     after = _MISSING if new is None else new
     return f"{_show(before)} → {_show(after)}"
+
+
+# -- versions -----------------------------------------------------------------------------------
+class VersionNotFound(LookupError):
+    """The asked version does not exist, or there is no published version to serve."""
+
+
+@dataclass(frozen=True)
+class ExportedVersion:
+    """A version's export as served: the body, its version number and a strong ETag."""
+
+    body: bytes
+    number: int | None  # None: a workflow without any version (created outside the admin)
+    etag: str
+    status: str  # published, draft, superseded or unversioned
+
+
+def review_required() -> bool:
+    """Tell whether a save waits for a second operator's approval (CONTEXTADMIN_REVIEW=on)."""
+    return getattr(settings, "CONTEXTADMIN_REVIEW", "off") == "on"
+
+
+def workflow_head(*, workflow: Workflow) -> WorkflowVersion | None:
+    """Return the newest version of a workflow (the one its rows hold), or None."""
+    return (
+        WorkflowVersion.objects.filter(workflow=workflow)
+        .select_related("author", "approved_by")
+        .order_by("-number")
+        .first()
+    )
+
+
+def workflow_head_number(*, workflow: Workflow) -> int:
+    """Return the newest version number (0: none yet): the page's concurrency token."""
+    head = (
+        WorkflowVersion.objects.filter(workflow=workflow)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    return head or 0
+
+
+def workflow_versions(*, workflow: Workflow, limit: int = 200) -> list[WorkflowVersion]:
+    """Return the newest versions first, without their exports (one query)."""
+    return list(
+        WorkflowVersion.objects.filter(workflow=workflow)
+        .defer("export", "export_production")
+        .select_related("author", "approved_by")
+        .order_by("-number")[:limit]
+    )
+
+
+def workflow_version_get(*, workflow: Workflow, number: int) -> WorkflowVersion:
+    """Return one version of a workflow, or raise VersionNotFound naming it."""
+    version = (
+        WorkflowVersion.objects.filter(workflow=workflow, number=number)
+        .select_related("author", "approved_by")
+        .first()
+    )
+    if version is None:
+        raise VersionNotFound(f"version: {workflow.name} has no version {number}")
+    return version
+
+
+def version_status(*, workflow: Workflow, version: WorkflowVersion) -> str:
+    """Say what a version is to pipelines: published, draft (newer) or superseded (older)."""
+    published = workflow.published_version_id
+    if published == version.pk:
+        return "published"
+    if published is None:
+        return "draft"
+    # The published version's number is not loaded: compare by id order within the workflow.
+    return "draft" if version.pk > published else "superseded"
+
+
+def version_document(*, version: WorkflowVersion | None) -> dict[str, Any]:
+    """Return a version's stored export as a document ({} for none)."""
+    return json.loads(version.export) if version is not None else {}
+
+
+def versions_diff(*, before: WorkflowVersion | None, after: WorkflowVersion) -> ConfigDiff:
+    """Compare two versions from their stored exports (no definitions rows are read)."""
+    return documents_diff(
+        before=version_document(version=before), after=version_document(version=after)
+    )
+
+
+def version_parse(text: str) -> int | str | None:
+    """Read a ``version`` parameter: empty -> published, ``draft``, or a positive number."""
+    text = (text or "").strip()
+    if not text or text == "published":
+        return None
+    if text == "draft":
+        return "draft"
+    if text.isdigit() and 0 < int(text) < 2**31:
+        return int(text)
+    raise VersionNotFound(
+        f"version: expected a version number, 'draft' or 'published', got {text!r}"
+    )
+
+
+def workflow_export_version(
+    *,
+    workflow: Workflow,
+    environment: str = "development",
+    version: int | str | None = None,
+) -> ExportedVersion:
+    """Return the export that pipelines and new runs get: the published version by default.
+
+    ``version`` is a number, ``"draft"`` (the newest version, published or not) or None (the
+    published one). One query whatever the size of the workflow: the export is stored with the
+    version. A workflow that has never had a version (rows written outside the admin, say) is
+    served from its rows, with ``number`` None.
+    """
+    if environment not in ENVIRONMENTS:
+        raise UnknownEnvironment(
+            f"environment must be one of {', '.join(ENVIRONMENTS)}, got {environment!r}"
+        )
+    rows = WorkflowVersion.objects.filter(workflow=workflow)
+    if version is None:
+        found = (
+            rows.filter(pk=workflow.published_version_id).first()
+            if (workflow.published_version_id)
+            else None
+        )
+        if found is None:
+            if rows.exists():
+                raise VersionNotFound(
+                    f"version: {workflow.name} has no published version yet "
+                    "(a draft awaits review; ask for ?version=draft to see it)"
+                )
+            body = workflow_export(workflow=workflow, environment=environment)
+            return ExportedVersion(body, None, _etag(body), "unversioned")
+    elif version == "draft":
+        found = rows.order_by("-number").first()
+        if found is None:
+            body = workflow_export(workflow=workflow, environment=environment)
+            return ExportedVersion(body, None, _etag(body), "unversioned")
+    elif isinstance(version, int) and not isinstance(version, bool):
+        found = rows.filter(number=version).first()
+        if found is None:
+            raise VersionNotFound(f"version: {workflow.name} has no version {version}")
+    else:
+        raise VersionNotFound(f"version: expected a number or 'draft', got {version!r}")
+    body = found.export_for(environment).encode("utf-8")
+    return ExportedVersion(
+        body, found.number, _etag(body), version_status(workflow=workflow, version=found)
+    )
+
+
+def workflow_published_config(*, workflow: Workflow) -> tuple[fmt.ContextVariablesFile, int | None]:
+    """Return the published definitions and their version number, for a run to pin at start."""
+    exported = workflow_export_version(workflow=workflow)
+    return fmt.parse_config(exported.body).config, exported.number
+
+
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def recent_changes(*, limit: int = 100) -> list[WorkflowVersion]:
+    """Return the newest versions across all workflows, for the audit trail (one query)."""
+    return list(
+        WorkflowVersion.objects.defer("export", "export_production")
+        .select_related("workflow", "author", "approved_by")
+        .order_by("-created", "-pk")[:limit]
+    )

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "nested_admin",
+    "reversion",
     "contextadmin",
     "runs",
 ]
@@ -65,7 +66,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "contextadmin.middleware.SyncChainMiddleware",  # last: one thread hop per request (ASGI)
 ]
 
 ROOT_URLCONF = "contextadmin.urls"
@@ -112,39 +112,41 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
-# Messages a channel may hold before the layer drops more: bounds a stalled inspector's memory.
-# A dropped message costs nothing lasting: inspectors refill gaps from the log by seq.
+# Messages a channel may hold before the layer drops more: bounds a stalled inspector's memory
+# (the in-memory and the "lists" layer). A dropped message costs nothing lasting: inspectors
+# refill gaps from the log by seq.
 CHANNEL_LAYER_CAPACITY = env.int("CHANNEL_LAYER_CAPACITY", default=200)
-# With REDIS_URL, how Daphne processes exchange group messages (docs/deploy.md): "pubsub"
-# (one PUBLISH per broadcast, each process fans out to its own sockets: docs/benchmarks.md B4)
-# or "lists" (channels_redis's RedisChannelLayer: one stored copy per member channel).
+# With REDIS_URL, how Daphne processes exchange group messages (docs/deploy.md), both layers
+# as channels_redis ships them: "pubsub" (RedisPubSubChannelLayer: one PUBLISH per broadcast,
+# each process fans out to its own sockets) or "lists" (RedisChannelLayer: one stored copy per
+# member channel, bounded by CHANNEL_LAYER_CAPACITY).
 REDIS_CHANNEL_LAYER = env.str("REDIS_CHANNEL_LAYER", default="pubsub")
 if REDIS_CHANNEL_LAYER not in ("pubsub", "lists"):
     raise ImproperlyConfigured(
         f"REDIS_CHANNEL_LAYER: {REDIS_CHANNEL_LAYER!r}, expected 'pubsub' or 'lists'"
     )
-if REDIS_URL:
+# redis-py >= 6 reads with a 5 s socket timeout by default, the same 5 s a consumer blocks in
+# BZPOPMIN ("lists"): an idle socket's consumer then dies with "Timeout reading". A longer
+# timeout (a URL's ?socket_timeout= still wins) keeps it alive.
+_REDIS_HOSTS = [{"address": REDIS_URL, "socket_timeout": 30}]
+if REDIS_URL and REDIS_CHANNEL_LAYER == "pubsub":
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": (
-                "contextadmin.channel_layers.BoundedRedisPubSubChannelLayer"
-                if REDIS_CHANNEL_LAYER == "pubsub"
-                else "channels_redis.core.RedisChannelLayer"
-            ),
-            # redis-py >= 6 reads with a 5 s socket timeout by default, the same 5 s a consumer
-            # blocks in BZPOPMIN ("lists"): an idle socket's consumer then dies with "Timeout
-            # reading". A longer timeout (a URL's ?socket_timeout= still wins) keeps it alive.
-            "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                "capacity": CHANNEL_LAYER_CAPACITY,
-                "expiry": 30,
-            },
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": _REDIS_HOSTS},
+        }
+    }
+elif REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": _REDIS_HOSTS, "capacity": CHANNEL_LAYER_CAPACITY, "expiry": 30},
         }
     }
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "contextadmin.channel_layers.InMemoryChannelLayer",
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
             "CONFIG": {"capacity": CHANNEL_LAYER_CAPACITY, "expiry": 30},
         }
     }
@@ -186,6 +188,14 @@ CONTEXT_INCLUDE_SCHEMA = env("CONTEXT_INCLUDE_SCHEMA")
 CONTEXT_VERBOSE_DEBUG = env("CONTEXT_VERBOSE_DEBUG")
 MONGODB_URI = env("MONGODB_URI")
 MONGODB_TIMEOUT_MS = env("MONGODB_TIMEOUT_MS")
+
+# Publish with review (docs/versions.md): "off" publishes every save at once; "on" keeps a save
+# a draft until a different staff user approves it.
+CONTEXTADMIN_REVIEW = env.str("CONTEXTADMIN_REVIEW", default="off").strip().lower()
+if CONTEXTADMIN_REVIEW not in ("off", "on"):
+    raise ImproperlyConfigured(
+        f"CONTEXTADMIN_REVIEW: {CONTEXTADMIN_REVIEW!r}, expected 'off' or 'on'"
+    )
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
