@@ -1,24 +1,53 @@
 """A small client an agent runtime uses to report a run (stdlib only, no Django).
 
+Two modes. **Blocking** (the default, for scripts such as ``simulate_run``): ``event()`` queues
+and sends a batch from the caller's thread when it is full or due, retrying up to ``retries``
+times and raising ``ReportError`` when the server refuses or stays down::
+
     reporter = RunReporter("http://127.0.0.1:8000", token)
     run_id = reporter.start(workflow="Generator", enterprise_id="acme")
     reporter.event("agent_text", agent="InterviewAgent", text="NEXT")
     reporter.close()            # flushes; also done at interpreter exit
 
-Every event gets its seq on the client, so a batch can be re-sent after a timeout or a
-dropped connection: the server acknowledges seqs it already has and stores each event once.
+**Background** (``background=True``, what ``runs.integrations.ag2`` uses inside a chat): the
+caller's thread only numbers the event and appends it to a bounded queue (and, with
+``spool_dir``, one JSON line to a spool file); a daemon thread sends batches. Nothing in this
+mode blocks or raises into the caller: a slow, down or refusing server is logged once per
+outage, not per event. ``start()`` returns at once with a run id chosen here (the server accepts
+a client's ``run_id``), so the chat never waits for the server to answer.
+
+- **Capacity**: at most ``capacity`` unsent events (default 10 000) are held in memory. Beyond
+  that, with a spool, new events go to the spool file only and the sender reads them back from
+  it, in order, once it has caught up; without a spool, the events beyond capacity are dropped
+  and the reporter stops reporting the run (seqs must be contiguous), counting them in
+  ``dropped`` and logging one error.
+- **Spool** (``spool_dir``): one ``<run_id>.jsonl`` per run: the start request, then every
+  event with its seq, appended and flushed to the OS before ``event()`` returns, so a runtime
+  killed mid-chat loses nothing it observed. ``resume(run_id)`` reads it back and re-sends what
+  the server has not stored. It is deleted once the run has ended and everything is
+  acknowledged.
+- **Transport**: batched HTTP POSTs (``batch_size`` events, at most ``MAX_BATCH_BYTES``) to
+  ``/api/runs/<id>/events/``. Every event carries its client-side seq, so re-sending a batch
+  after a timeout, a 5xx or a dropped connection is idempotent: the server acknowledges seqs it
+  already has and stores each event once.
+- ``close(timeout=...)`` waits up to ``timeout`` seconds for everything to be acknowledged and
+  says whether it was; what is left stays in the spool for a later ``resume``.
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import logging
+import os
 import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -26,6 +55,9 @@ logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 60.0
+MAX_BATCH_BYTES = 512 * 1024  # half the server's default API_MAX_BODY_BYTES
+DEFAULT_CAPACITY = 10_000
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
 class ReportError(RuntimeError):
@@ -51,6 +83,10 @@ class RunReporter:
         timeout: float = 10.0,
         backoff: float = 0.1,
         on_flips: Callable[[list[dict[str, Any]]], None] | None = None,
+        background: bool = False,
+        capacity: int = DEFAULT_CAPACITY,
+        spool_dir: str | os.PathLike[str] | None = None,
+        max_backoff: float = 5.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
@@ -59,18 +95,47 @@ class RunReporter:
         self.retries = retries
         self.timeout = timeout
         self.backoff = backoff
+        self.max_backoff = max_backoff
         self.on_flips = on_flips
         self.run_id: str | None = None
         self.state: dict[str, Any] | None = None
         self.flips: list[dict[str, Any]] = []
         self.last_acked_seq = 0
+        self.capacity = capacity
+        self.spool_dir = Path(spool_dir) if spool_dir is not None else None
+        self.dropped = 0
+        self.error: str | None = None  # why the background sender gave up, if it did
+        self._background = background
         self._next_seq = 1
         self._pending: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
+        self._sender: _BackgroundSender | None = None
         atexit.register(self._flush_at_exit)
 
     # -- public API -------------------------------------------------------------------------
+    @property
+    def background(self) -> bool:
+        """Whether events are sent by a background thread (see the module docstring)."""
+        return self._background
+
+    def use_background(
+        self, *, capacity: int | None = None, spool_dir: str | os.PathLike[str] | None = None
+    ) -> None:
+        """Switch to background mode before the run starts (what the AG2 integration does)."""
+        if self.run_id is not None and not self._background:
+            raise ReportError("use_background() must come before start()")
+        self._background = True
+        if capacity is not None:
+            self.capacity = capacity
+        if spool_dir is not None:
+            self.spool_dir = Path(spool_dir)
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next event will get."""
+        return self._next_seq
+
     def start(
         self,
         *,
@@ -80,24 +145,78 @@ class RunReporter:
         environment: str | None = None,
         context: dict[str, Any] | None = None,
     ) -> str:
-        """Start a run on the server and return its id (a retried start is idempotent by id)."""
+        """Start a run on the server and return its id (a retried start is idempotent by id).
+
+        In background mode the request is queued and the id (``run_id`` or a new one) returned
+        at once.
+        """
         body: dict[str, Any] = {"workflow": workflow, "enterprise_id": enterprise_id}
+        if run_id is None and self._background:
+            run_id = uuid.uuid4().hex
         if run_id is not None:
             body["run_id"] = run_id
         if environment is not None:
             body["environment"] = environment
         if context is not None:
             body["context"] = context
+        if self._background:
+            assert run_id is not None
+            self.run_id = run_id
+            self._next_seq = 1
+            self._sender = _BackgroundSender(self, start_body=body)
+            return run_id
         answer = self._request("POST", "/api/runs/", body)
         self.run_id = answer["run_id"]
         self.state = answer["state"]
         last_seq = int(answer["state"].get("seq", 0))
         self.last_acked_seq = last_seq
         self._next_seq = last_seq + 1
-        return self.run_id
+        return answer["run_id"]
+
+    def fetch_state(self, run_id: str) -> dict[str, Any]:
+        """GET the run's latest state (``{"seq", "state", "provenance", "flips"}``); blocking."""
+        return self._request("GET", f"/api/runs/{run_id}/state/", None)
+
+    def resume(self, run_id: str) -> Resumed:
+        """Continue an existing run: its server state, plus what the spool holds beyond it.
+
+        The spool's events the server has not stored are queued for delivery (background
+        mode), and the next event gets the seq after the last one observed. Raises
+        ``ReportError`` when neither the server nor a spool knows the run.
+        """
+        spool = _read_spool(self._spool_path(run_id))
+        server: dict[str, Any] | None = None
+        try:
+            server = self.fetch_state(run_id)
+        except ReportError as exc:
+            if spool.start is None:
+                raise ReportError(
+                    f"resume {run_id}: the server has no state for it ({exc}) and there is no "
+                    "spool of it to rebuild from"
+                ) from None
+            logger.warning(
+                "resume %s: server state unavailable (%s); rebuilding from the spool", run_id, exc
+            )
+        server_seq = int(server["seq"]) if server is not None else 0
+        unsent = [event for event in spool.events if event["seq"] > server_seq]
+        self.run_id = run_id
+        self.state = server
+        self.last_acked_seq = server_seq
+        last_seq = unsent[-1]["seq"] if unsent else server_seq
+        self._next_seq = last_seq + 1
+        start_body = spool.start if server is None else None
+        if self._background:
+            self._sender = _BackgroundSender(
+                self, start_body=start_body, resumed=unsent, spool_append=True
+            )
+        else:
+            self._pending.extend(unsent)
+        return Resumed(server=server, start=spool.start, unsent=unsent)
 
     def event(self, type: str, **fields: Any) -> int:
-        """Queue one event and return its seq; sends a batch when full or due."""
+        """Queue one event and return its seq; blocking mode sends a batch when full or due."""
+        if self._sender is not None:
+            return self._sender.enqueue({"type": type, **fields})
         with self._lock:
             seq = self._next_seq
             self._next_seq += 1
@@ -110,30 +229,35 @@ class RunReporter:
             self.flush()
         return seq
 
-    def flush(self) -> None:
-        """Send every queued event, retrying until acknowledged."""
+    def flush(self, timeout: float | None = None) -> bool:
+        """Send every queued event; in background mode wait up to ``timeout`` for the acks.
+
+        Returns whether everything queued so far is acknowledged.
+        """
+        if self._sender is not None:
+            return self._sender.wait_acked(timeout)
         with self._lock:
             if self.run_id is None:
                 if self._pending:
                     raise ReportError("start() the run before reporting events")
-                return
+                return True
             while self._pending:
                 batch = self._pending[: self.batch_size]
                 answer = self._request(
                     "POST", f"/api/runs/{self.run_id}/events/", {"events": batch}
                 )
                 del self._pending[: len(batch)]
-                self.last_acked_seq = int(answer["last_seq"])
-                if answer.get("flips"):
-                    self.flips.extend(answer["flips"])
-                    if self.on_flips is not None:
-                        self.on_flips(answer["flips"])
+                self._acknowledged(answer)
             self._last_flush = time.monotonic()
+        return True
 
-    def close(self) -> None:
-        """Flush what is queued."""
-        self.flush()
+    def close(self, timeout: float | None = 10.0) -> bool:
+        """Flush what is queued (background mode: for at most ``timeout`` seconds) and stop."""
         atexit.unregister(self._flush_at_exit)
+        if self._sender is not None:
+            return self._sender.close(timeout)
+        self.flush()
+        return True
 
     def __enter__(self) -> RunReporter:
         return self
@@ -147,7 +271,20 @@ class RunReporter:
         self.close()
 
     # -- transport --------------------------------------------------------------------------
+    def _acknowledged(self, answer: dict[str, Any]) -> None:
+        self.last_acked_seq = int(answer["last_seq"])
+        if answer.get("flips"):
+            self.flips.extend(answer["flips"])
+            if self.on_flips is not None:
+                self.on_flips(answer["flips"])
+
+    def _spool_path(self, run_id: str) -> Path | None:
+        return self.spool_dir / f"{run_id}.jsonl" if self.spool_dir is not None else None
+
     def _flush_at_exit(self) -> None:
+        if self._sender is not None:
+            self._sender.close(1.0)
+            return
         try:
             self.flush()
         except Exception:
@@ -155,19 +292,24 @@ class RunReporter:
                 "run %s: could not flush %d events at exit", self.run_id, len(self._pending)
             )
 
-    def _request(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        data = json.dumps(body).encode()
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        *,
+        retries: int | None = None,
+    ) -> dict[str, Any]:
+        data = json.dumps(body).encode() if body is not None else None
         delay = self.backoff
+        retries = self.retries if retries is None else retries
         last_error: Exception | None = None
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
+            headers = {"Authorization": f"Bearer {self.token}"}
+            if data is not None:
+                headers["Content-Type"] = "application/json"
             request = urllib.request.Request(  # noqa: S310  (base_url is the operator's server)
-                self.base_url + path,
-                data=data,
-                method=method,
-                headers={
-                    "Authorization": f"Bearer {self.token}",
-                    "Content-Type": "application/json",
-                },
+                self.base_url + path, data=data, method=method, headers=headers
             )
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
@@ -187,7 +329,7 @@ class RunReporter:
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
                 last_error = exc
                 wait = None
-            if attempt < self.retries:
+            if attempt < retries:
                 pause = delay if wait is None else wait
                 logger.warning(
                     "%s %s failed (%s); retry %d in %.2fs",
@@ -198,9 +340,265 @@ class RunReporter:
                     pause,
                 )
                 time.sleep(pause)
-                delay = min(delay * 2, 5.0)
-        raise ReportError(
-            f"{method} {path}: gave up after {self.retries + 1} attempts: {last_error}"
+                delay = min(delay * 2, self.max_backoff)
+        raise ReportError(f"{method} {path}: gave up after {retries + 1} attempts: {last_error}")
+
+
+class Resumed:
+    """What ``RunReporter.resume`` found: the server's state and the spool's unsent events."""
+
+    def __init__(
+        self,
+        *,
+        server: dict[str, Any] | None,
+        start: dict[str, Any] | None,
+        unsent: list[dict[str, Any]],
+    ) -> None:
+        self.server = server
+        self.start = start
+        self.unsent = unsent
+
+
+class _Spool:
+    def __init__(self) -> None:
+        self.start: dict[str, Any] | None = None
+        self.events: list[dict[str, Any]] = []
+
+
+def _read_spool(path: Path | None) -> _Spool:
+    """Read a spool file; a torn last line (the process died mid-write) is ignored."""
+    spool = _Spool()
+    if path is None or not path.exists():
+        return spool
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if "start" in record:
+                spool.start = record["start"]
+            elif "event" in record:
+                event = record["event"]
+                if not spool.events or event["seq"] > spool.events[-1]["seq"]:
+                    spool.events.append(event)
+    return spool
+
+
+class _BackgroundSender:
+    """The daemon thread of background mode; the caller's thread only calls ``enqueue``."""
+
+    def __init__(
+        self,
+        reporter: RunReporter,
+        *,
+        start_body: dict[str, Any] | None,
+        resumed: list[dict[str, Any]] | None = None,
+        spool_append: bool = False,
+    ) -> None:
+        self.reporter = reporter
+        self.run_id = reporter.run_id
+        self.start_body = start_body
+        self.queue: collections.deque[dict[str, Any]] = collections.deque()
+        self.condition = threading.Condition()
+        self.closing_deadline: float | None = None
+        self.stopped = False
+        self.given_up = False
+        self.overflow_offset: int | None = None  # spool byte offset of the first overflowed event
+        self.spool_path = reporter._spool_path(self.run_id) if self.run_id else None
+        self.spool = None
+        if self.spool_path is not None:
+            self.spool_path.parent.mkdir(parents=True, exist_ok=True)
+            self.spool = self.spool_path.open("a" if spool_append else "w", encoding="utf-8")
+            if start_body is not None and not spool_append:
+                self._spool_write({"start": start_body})
+        self.last_enqueued = reporter._next_seq - 1
+        self.ended = False  # a terminal run_status was enqueued
+        for event in resumed or []:
+            self.queue.append(event)
+            if event.get("type") == "run_status" and event.get("status") in TERMINAL_STATUSES:
+                self.ended = True
+        self.outage_logged = False
+        self.thread = threading.Thread(
+            target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
+        )
+        self.thread.start()
+
+    # -- the caller's thread ------------------------------------------------------------------
+    def enqueue(self, event: dict[str, Any]) -> int:
+        reporter = self.reporter
+        seq = reporter._next_seq
+        reporter._next_seq = seq + 1
+        event["seq"] = seq
+        self.last_enqueued = seq
+        if event.get("type") == "run_status" and event.get("status") in TERMINAL_STATUSES:
+            self.ended = True
+        with self.condition:
+            if self.given_up:  # kept in the spool for a later resume, if there is one
+                if self.spool is not None:
+                    self._spool_write({"event": event})
+                else:
+                    reporter.dropped += 1
+                return seq
+            if self.spool is not None:
+                offset = self.spool.tell() if len(self.queue) >= reporter.capacity else None
+                self._spool_write({"event": event})
+                if self.overflow_offset is None and offset is not None:
+                    self.overflow_offset = offset
+                if self.overflow_offset is None:
+                    self.queue.append(event)
+            elif len(self.queue) >= reporter.capacity:
+                reporter.dropped += 1
+                self.given_up = True
+                reporter.error = (
+                    f"more than {reporter.capacity} unsent events and no spool: reporting of "
+                    f"run {self.run_id} stopped at seq {seq}"
+                )
+                logger.error("run %s: %s", self.run_id, reporter.error)
+            else:
+                self.queue.append(event)
+            self.condition.notify()
+        return seq
+
+    def _spool_write(self, record: dict[str, Any]) -> None:
+        assert self.spool is not None
+        self.spool.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self.spool.flush()  # to the OS: survives the process being killed
+
+    def wait_acked(self, timeout: float | None) -> bool:
+        target = self.last_enqueued
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.condition:
+            self.condition.notify()
+            while self.reporter.last_acked_seq < target and not self.given_up:
+                if self.stopped:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    break
+                self.condition.wait(remaining if remaining is not None else 0.5)
+            return self.reporter.last_acked_seq >= target and not self.given_up
+
+    def close(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.condition:
+            self.closing_deadline = deadline if deadline is not None else float("inf")
+            self.condition.notify_all()
+        delivered = self.wait_acked(timeout)
+        with self.condition:
+            self.stopped = True
+            self.condition.notify_all()
+        self.thread.join(0.1)  # a daemon: a request still in flight to a slow server is left
+        if self.spool is not None:
+            self.spool.close()
+            if delivered and self.ended and self.spool_path is not None:
+                self.spool_path.unlink(missing_ok=True)
+        if not delivered:
+            unsent = self.last_enqueued - self.reporter.last_acked_seq
+            where = f"kept in {self.spool_path}" if self.spool_path else "lost"
+            logger.error(
+                "run %s: %d events not acknowledged at close (%s)", self.run_id, unsent, where
+            )
+        return delivered
+
+    # -- the sender thread -----------------------------------------------------------------------
+    def _run(self) -> None:
+        reporter = self.reporter
+        delay = reporter.backoff
+        while True:
+            with self.condition:
+                while not self._has_work() and not self.stopped:
+                    self.condition.wait(reporter.flush_interval)
+                if self.stopped:
+                    return
+            try:
+                if self.start_body is not None:
+                    reporter._request("POST", "/api/runs/", self.start_body, retries=0)
+                    self.start_body = None
+                else:
+                    batch = self._next_batch()
+                    if batch:
+                        answer = reporter._request(
+                            "POST",
+                            f"/api/runs/{self.run_id}/events/",
+                            {"events": batch},
+                            retries=0,
+                        )
+                        self._sent(batch, answer)
+            except ReportError as exc:
+                if exc.status is not None and exc.status not in RETRYABLE_STATUSES:
+                    self._give_up(str(exc))
+                    return
+                if not self.outage_logged:
+                    self.outage_logged = True
+                    logger.warning(
+                        "run %s: server unavailable (%s); retrying in the background, "
+                        "the chat goes on",
+                        self.run_id,
+                        exc,
+                    )
+                with self.condition:
+                    if not self.stopped:
+                        self.condition.wait(delay)
+                delay = min(delay * 2, reporter.max_backoff)
+                continue
+            except Exception as exc:  # never let the sender die silently
+                self._give_up(f"unexpected {type(exc).__name__}: {exc}")
+                return
+            if self.outage_logged:
+                self.outage_logged = False
+                logger.warning("run %s: server reachable again; reporting resumed", self.run_id)
+            delay = reporter.backoff
+
+    def _has_work(self) -> bool:
+        return self.start_body is not None or bool(self.queue) or (self.overflow_offset is not None)
+
+    def _next_batch(self) -> list[dict[str, Any]]:
+        reporter = self.reporter
+        with self.condition:
+            if not self.queue and self.overflow_offset is not None:
+                self._refill_from_spool()
+            batch: list[dict[str, Any]] = []
+            size = 0
+            for event in self.queue:
+                size += len(json.dumps(event)) + 1
+                if batch and (len(batch) >= reporter.batch_size or size > MAX_BATCH_BYTES):
+                    break
+                batch.append(event)
+            return batch
+
+    def _refill_from_spool(self) -> None:
+        """Load overflowed events back from the spool (under the lock), in seq order."""
+        assert self.spool_path is not None and self.overflow_offset is not None
+        limit = max(1, self.reporter.capacity // 2)
+        with self.spool_path.open(encoding="utf-8") as spool:
+            spool.seek(self.overflow_offset)
+            while len(self.queue) < limit:
+                line = spool.readline()
+                if not line:
+                    self.overflow_offset = None  # caught up: the caller's thread queues again
+                    return
+                self.queue.append(json.loads(line)["event"])
+                self.overflow_offset = spool.tell()
+
+    def _sent(self, batch: list[dict[str, Any]], answer: dict[str, Any]) -> None:
+        with self.condition:
+            for _ in batch:
+                self.queue.popleft()
+            self.reporter._acknowledged(answer)
+            self.condition.notify_all()
+
+    def _give_up(self, why: str) -> None:
+        with self.condition:
+            self.given_up = True
+            self.reporter.error = why
+            self.queue.clear()
+            self.condition.notify_all()
+        logger.error(
+            "run %s: reporting stopped: %s (the chat goes on; spool: %s)",
+            self.run_id,
+            why,
+            self.spool_path,
         )
 
 

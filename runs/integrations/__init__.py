@@ -1,0 +1,1 @@
+"""Adapters that attach contextadmin's engine and reporter to agent runtimes (``ag2``)."""
