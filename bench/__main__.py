@@ -233,6 +233,12 @@ class Bench:
                 )
             )
 
+    def scale(self) -> None:
+        """B10 (one long run) and B11 (many runs at once): bench/scale.py."""
+        from bench import scale
+
+        scale.figures(self, Figure)
+
     # -- live servers ---------------------------------------------------------------------------
     def live(self) -> None:
         redis_figures = ("B4.B1", "B4.B2.http", "B4.B2.ws", "B4.B3")
@@ -569,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in bench.machine.lines(bench.layers):
             print(line)
         steps: list[Callable[[], None]] = [bench.live, bench.engine, bench.in_database]
+        steps.append(bench.scale)
         for step in steps:
             step()
     finally:
