@@ -39,10 +39,11 @@ from runs.engine import (
     RunState,
     build_context,
     condition_names,
+    context_set_problem,
     is_production,
     load_config,
 )
-from runs.engine.format import ContextVariablesFile, value_matches_type
+from runs.engine.format import ContextVariablesFile
 
 try:
     import autogen
@@ -134,6 +135,7 @@ def attach(
         reporter.use_background(capacity=capacity, spool_dir=spool_dir)
 
     warnings: list[str] = []
+    environment = "production" if is_production(environ) else "development"
     if run_id is None:
         built = build_context(
             parsed,
@@ -143,12 +145,12 @@ def attach(
             mongo=mongo,
         )
         warnings.extend(built.warnings)
-        state = RunState(parsed, built.values)
+        state = RunState(parsed, built.values, environment=environment)
         if reporter is not None:
             reporter.start(
                 workflow=workflow_name,
                 enterprise_id=enterprise_id,
-                environment="production" if is_production(environ) else "development",
+                environment=environment,
                 context=copy.deepcopy(dict(built.values)),
             )
         unsent: list[dict[str, Any]] = []
@@ -161,7 +163,11 @@ def attach(
             )
         else:
             start = resumed.start or {}
-            state = RunState(parsed, start.get("context") or {})
+            state = RunState(
+                parsed,
+                start.get("context") or {},
+                environment=start.get("environment") or environment,
+            )
         unsent = resumed.unsent
         for event in unsent:  # observed before the crash, not yet on the server
             state.apply(event)
@@ -171,7 +177,7 @@ def attach(
         config=parsed,
         state=state,
         reporter=reporter,
-        production=is_production(environ),
+        production=state.environment == "production",
         warnings=warnings,
         flush_timeout=flush_timeout,
         replayed=unsent,
@@ -242,7 +248,6 @@ class AG2Session:
         self.skipped_handoffs: list[dict[str, Any]] = []
         self.observed = 0  # AG2 events seen
         self._categories = config.categories()
-        self._types = {var.name: getattr(var, "type", None) for _, _, var in config.variables()}
         self._syncable = self._syncable_names()
         self._tool_calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, calling agent)
         self._executed: dict[str, bool] = {}  # call id -> success
@@ -467,12 +472,10 @@ class AG2Session:
         return True
 
     def _syncable_names(self) -> list[str]:
-        names = []
-        for name, category in self._categories.items():
-            if category == "environment" and self.production:
-                continue  # a production run never holds one (DESIGN.md §4)
-            names.append(name)
-        return names
+        """The variables a run may change (DESIGN.md §4): database ones, environment ones
+        outside production. Declarative constants, derived flags and the base never change."""
+        writable = {"database"} if self.production else {"database", "environment"}
+        return [name for name, category in self._categories.items() if category in writable]
 
     def _sync_context(self) -> None:
         """Report declared variables the chat changed itself (tools, reply functions)."""
@@ -484,13 +487,11 @@ class AG2Session:
             value = data[name]
             if name in known and known[name] == value and type(known[name]) is type(value):
                 continue
-            type_ = self._types.get(name)
-            if type_ is not None and not value_matches_type(value, type_):
-                self._warn_once(
-                    f"type:{name}",
-                    f"{name} was set to a {type(value).__name__} in the chat, not a {type_}: "
-                    "not reported to the server",
-                )
+            problem = context_set_problem(
+                self.config, name, value, environment=self.state.environment
+            )
+            if problem is not None:
+                self._warn_once(f"set:{name}", f"the chat changed {name}; not reported: {problem}")
                 continue
             self._emit({"type": "context_set", "name": name, "value": copy.deepcopy(value)})
 

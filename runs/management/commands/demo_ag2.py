@@ -1,0 +1,105 @@
+"""Run the demo AG2 group chat (scripted agents, no LLM) and stream it into a running server."""
+
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from contextadmin.models import Workflow
+from contextadmin.services import workflow_import
+from runs.client import RunReporter
+from runs.models import ApiToken
+
+DEMO_RUNTIME_NAME = "demo_ag2"
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a real AG2 group chat with scripted, LLM-free agents following the GeneratorChat "
+        "demo workflow (hand-offs, a tool, three derived flags) and stream it to the server."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--url", default="http://127.0.0.1:8000", help="the running server")
+        parser.add_argument(
+            "--token",
+            help=f"an API token (default: the {DEMO_RUNTIME_NAME!r} token of this database, "
+            "created once and kept in var/)",
+        )
+        parser.add_argument("--enterprise-id", default="acme")
+        parser.add_argument("--delay", type=float, default=0.5, help="seconds per scripted turn")
+        parser.add_argument("--spool-dir", type=Path, help="keep a JSONL spool of the run here")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            from autogen.agentchat import initiate_group_chat
+
+            from runs.integrations.ag2 import attach
+            from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
+        except ImportError as exc:
+            raise CommandError(f'{exc} (install the extra: pip install -e ".[ag2]")') from None
+        logging.getLogger("autogen").setLevel(logging.WARNING)
+        self._ensure_workflow(DEMO_WORKFLOW, DEMO_CONFIG)
+        token = options["token"] or self._demo_token()
+        url = options["url"].rstrip("/")
+        pattern = demo_pattern(delay=options["delay"])
+        session = attach(
+            pattern,
+            DEMO_CONFIG,
+            workflow_name=DEMO_WORKFLOW,
+            enterprise_id=options["enterprise_id"],
+            reporter=RunReporter(url, token),
+            spool_dir=options["spool_dir"],
+        )
+        self.stdout.write(f"run {session.run_id}: {url}/runs/{session.run_id}/")
+        with session:
+            initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
+        for event in session.events:
+            who = event.get("agent") or event.get("tool") or event.get("name") or ""
+            extra = f" -> {event['target']}" if event["type"] == "handoff" else ""
+            self.stdout.write(f"  #{event['seq']} {event['type']} {who}{extra}")
+        for flip in session.flips:
+            self.stdout.write(f"flipped {flip.name} -> {flip.value}")
+        reporter = session.reporter
+        assert reporter is not None
+        if reporter.error or reporter.last_acked_seq < session.state.last_seq:
+            raise CommandError(
+                f"the server acknowledged {reporter.last_acked_seq} of {session.state.last_seq} "
+                f"events ({reporter.error or 'is it running at ' + url + '?'})"
+            )
+        self.stdout.write(
+            f"done: {session.state.last_seq} events, run_status completed: "
+            f"{url}/runs/{session.run_id}/"
+        )
+
+    def _ensure_workflow(self, name: str, path: Path) -> None:
+        if not Workflow.objects.filter(name=name).exists():
+            workflow_import(name=name, data=path.read_bytes())
+            self.stdout.write(f"demo_ag2: imported the demo workflow {name}")
+
+    def _demo_token(self) -> str:
+        """Reuse the one demo token (its secret kept in var/), or create it once."""
+        try:
+            from runs.services.tokens import api_token_authenticate, api_token_create
+        except ImportError:  # the services module before its split into a package
+            from runs.services import (  # type: ignore[attr-defined,no-redef]
+                api_token_authenticate,
+                api_token_create,
+            )
+
+        path = Path(settings.BASE_DIR) / "var" / f"{DEMO_RUNTIME_NAME}.token"
+        if path.exists():
+            secret = path.read_text().strip()
+            if api_token_authenticate(secret=secret) is not None:
+                return secret
+        ApiToken.objects.filter(name=DEMO_RUNTIME_NAME).delete()  # its secret is lost: replace it
+        _, secret = api_token_create(name=DEMO_RUNTIME_NAME)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secret + "\n")
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+        self.stdout.write(f"demo_ag2: created the API token {DEMO_RUNTIME_NAME!r} ({path})")
+        return secret

@@ -1,0 +1,31 @@
+"""AG2 tests run real AG2 (the ``ag2`` extra) with scripted agents; skipped without it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("autogen", reason='AG2 is the optional extra: pip install -e ".[ag2]"')
+
+from autogen.io import IOStream
+
+
+class SilentStream:
+    """An AG2 IOStream that prints nothing (the chats' console output is noise in tests)."""
+
+    def print(self, *objects: Any, sep: str = " ", end: str = "\n", flush: bool = False) -> None:
+        pass
+
+    def send(self, message: Any) -> None:
+        pass
+
+    def input(self, prompt: str = "", *, password: bool = False) -> str:
+        return "exit"
+
+
+@pytest.fixture(autouse=True)
+def silent_ag2() -> Iterator[None]:
+    with IOStream.set_default(SilentStream()):
+        yield
