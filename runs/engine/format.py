@@ -48,6 +48,7 @@ __all__ = [
     "RESERVED_NAMES",
     "ROUTABLE_CATEGORIES",
     "SECRET_ENV_REASON",
+    "SERVER_ENV_REASON",
     "SERVER_ENV_VARS",
     "AgentTextTrigger",
     "AgentTurnCountTrigger",
@@ -127,6 +128,7 @@ SERVER_ENV_VARS: frozenset[str] = frozenset({
     "API_MAX_SOCKETS_PER_TOKEN",
     "API_RATE_LIMIT_PER_MINUTE",
     "CHANNEL_LAYER_CAPACITY",
+    "CONTEXTADMIN_REVIEW",
     "CONTEXT_INCLUDE_SCHEMA",
     "CONTEXT_VERBOSE_DEBUG",
     "DATABASE_URL",
@@ -499,8 +501,9 @@ class EnvironmentSource(_Model):
     @field_validator("env_var")
     @classmethod
     def _not_a_secret(cls, value: str) -> str:
-        if is_secret_env_var(value):
-            raise ValueError(f"{value} {SECRET_ENV_REASON}")
+        problem = env_var_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
 

@@ -564,3 +564,303 @@ def test_build_context_is_deterministic(environ: dict[str, str], knob_type: str)
     first = build(config, environ).to_dict()
     assert build(json.dumps(config), dict(environ)).to_dict() == first
     assert json.loads(json.dumps(first)) == first  # JSON-safe
+
+
+# -- issue 14: coercion never raises (5) ------------------------------------------------------
+HUGE = "9" * 5_000
+
+
+@pytest.mark.parametrize(
+    ("type_", "raw", "problem"),
+    [
+        pytest.param("integer", HUGE, "longer than 1000 characters", id="int-5000-digits"),
+        pytest.param("integer", "-" + HUGE, "longer than 1000 characters", id="int-5000-negative"),
+        pytest.param("number", HUGE, "longer than 1000 characters", id="number-5000-digits"),
+        pytest.param("number", HUGE + ".5", "longer than 1000 characters", id="number-5000-float"),
+        pytest.param("integer", "9" * 500, "longer than 100 characters", id="int-500-digits"),
+        pytest.param("number", "0." + "1" * 200, "longer than 100 characters", id="number-long"),
+        pytest.param("integer", "9" * 40, "outside the signed 64-bit range", id="int-beyond-64"),
+        pytest.param(
+            "number", "9" * 40, "outside the signed 64-bit range", id="number-integral-beyond-64"
+        ),
+        pytest.param("number", "1e999", "is not a valid number", id="number-overflows-to-inf"),
+        pytest.param("string", "x" * 1_001, "longer than 1000 characters", id="string-too-long"),
+        pytest.param("string", "a\udcff", "lone surrogate", id="string-not-utf8"),
+    ],
+)
+def test_env_coercion_never_raises_and_falls_back_to_the_default(
+    type_: str, raw: str, problem: str
+) -> None:
+    assert coerce_env(raw, type_) == (False, None)
+    default = {"integer": 5, "number": 1.5, "string": "d"}[type_]
+    config = config_with(
+        environment_variables=[env_var("knob", "KNOB", type_, default=default)]
+    )
+    ctx = build(config, {"KNOB": raw})
+    assert ctx.values["knob"] == default
+    assert ctx.provenance["knob"]["status"] == "default"
+    assert problem in ctx.provenance["knob"]["reason"]
+    assert ctx.warnings and ctx.warnings[0].startswith("knob: KNOB=")
+    assert HUGE not in json.dumps(ctx.to_dict())  # the preview is cut
+    no_default = build(
+        config_with(environment_variables=[env_var("knob", "KNOB", type_)]), {"KNOB": raw}
+    )
+    assert no_default.provenance["knob"]["status"] == "unresolved"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    raw=st.one_of(
+        st.text(max_size=60),
+        st.from_regex(r"[+-]?\d{1,6000}(\.\d{0,50})?([eE][+-]?\d{1,6})?", fullmatch=True),
+    ),
+    type_=st.sampled_from(["string", "integer", "number", "boolean"]),
+)
+def test_coerce_env_never_raises(raw: str, type_: str) -> None:
+    ok, value = coerce_env(raw, type_)
+    if ok:
+        assert json.loads(json.dumps(value)) == value
+
+
+@pytest.mark.parametrize("length", [10_000, 100_000])
+def test_number_coercion_is_linear(length: int) -> None:
+    import time
+
+    started = time.perf_counter()
+    assert coerce_env("1" * length + "x", "number") == (False, None)
+    assert coerce_env("1" * 50 + "x", "number") == (False, None)
+    assert time.perf_counter() - started < 1.0
+
+
+# -- issue 14: credential-looking values are redacted at read time (10) -----------------------
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "postgres://app:hunter2@db.internal/app",
+        "https://hooks.example.com/x?token=abc123",
+        "-----BEGIN PRIVATE KEY-----",
+    ],
+)
+def test_credential_looking_env_values_are_redacted(
+    secret: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = config_with(environment_variables=[env_var("hook", "WEBHOOK_URL", "string")])
+    with caplog.at_level(logging.DEBUG, logger="runs.engine"):
+        ctx = build(config, {"WEBHOOK_URL": secret, "CONTEXT_VERBOSE_DEBUG": "1"})
+    assert ctx.values["hook"] == "[redacted]"
+    entry = ctx.provenance["hook"]
+    assert entry["status"] == "resolved"
+    assert entry["reason"].startswith("WEBHOOK_URL looks like a credential")
+    assert entry["reason"].endswith("replaced by [redacted]")
+    assert ctx.warnings == [f"hook: {entry['reason']}"]
+    assert secret not in json.dumps(ctx.to_dict())
+    assert secret not in caplog.text
+
+
+def test_a_plain_url_is_kept() -> None:
+    config = config_with(environment_variables=[env_var("hook", "WEBHOOK_URL", "string")])
+    ctx = build(config, {"WEBHOOK_URL": "https://hooks.example.com/x"})
+    assert ctx.values["hook"] == "https://hooks.example.com/x"
+    assert ctx.provenance["hook"]["reason"] is None
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ("mongodb://root:pw@10.0.0.5/admin", "[redacted]"),
+        ({"dsn": "mysql://u:p@h/db", "name": "x"}, "[redacted]"),
+        ("A concept overview", "A concept overview"),
+    ],
+)
+def test_credential_looking_database_values_are_redacted(
+    value: Any, kept: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runs.engine.mongo import Lookup
+
+    def fake_fetch(mongo: Any, variables: Any, **_: Any) -> dict[str, Lookup]:
+        return {v.name: Lookup("resolved", value, "db.crm.Concepts.Overview") for v in variables}
+
+    monkeypatch.setattr(loader_module, "fetch_database_variables", fake_fetch)
+    config = config_with(
+        database_name="crm", database_variables=[db_var("overview", "Concepts", "Overview")]
+    )
+    ctx = build(config, mongo=object())
+    assert ctx.values["overview"] == kept
+    if kept == "[redacted]":
+        assert "looks like a credential" in ctx.provenance["overview"]["reason"]
+        assert "mysql://u:p@h" not in json.dumps(ctx.to_dict())
+        assert "root:pw" not in json.dumps(ctx.to_dict())
+
+
+# -- issue 14: a context supplied at start (1, 3) ---------------------------------------------
+def _nested_list(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+SUPPLIED_CONFIG = config_with(
+    database_name="crm",
+    declarative_variables=[
+        {"name": "product_tier", "value": "beta"},
+        {"name": "max_items", "type": "integer", "value": 25},
+    ],
+    database_variables=[db_var("overview", "Concepts", "Overview")],
+    environment_variables=[
+        env_var("monetization_enabled", "MONETIZATION_ENABLED"),
+        env_var("beta_features", "BETA_FEATURES"),
+    ],
+    derived_variables=[derived_var("interview_complete", says("InterviewAgent", "NEXT"))],
+    handoffs=[
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "Planner",
+            "condition": "${monetization_enabled} and ${interview_complete}",
+        }
+    ],
+)
+
+
+def supplied(context: dict[str, Any], environment: str = "development") -> Any:
+    return loader_module.context_from_supplied(
+        SUPPLIED_CONFIG,
+        context,
+        workflow_name="Generator",
+        enterprise_id="acme",
+        environment=environment,
+    )
+
+
+def test_supplied_context_in_development_keeps_declared_values_with_provenance() -> None:
+    ctx = supplied({"monetization_enabled": True, "interview_complete": True, "note": "hi"})
+    assert ctx.values == {
+        "enterprise_id": "acme",
+        "workflow_name": "Generator",
+        "interview_complete": True,
+        "product_tier": "beta",
+        "max_items": 25,
+        "monetization_enabled": True,
+        "note": "hi",
+    }
+    assert ctx.provenance["monetization_enabled"] == {
+        "category": "environment",
+        "source": "runtime",
+        "status": "resolved",
+        "reason": "supplied by the runtime at start",
+    }
+    assert ctx.provenance["note"]["category"] == "supplied"
+    assert ctx.provenance["product_tier"]["source"] == "static"
+    assert ctx.warnings == []
+
+
+@pytest.mark.parametrize(
+    "name", ["monetization_enabled", "beta_features", "context_aware"]
+)
+def test_production_purges_supplied_environment_variables_visibly(name: str) -> None:
+    ctx = supplied({name: True, "interview_complete": True}, "production")
+    assert name not in ctx.values
+    assert ctx.provenance[name]["status"] == "suppressed"
+    assert ctx.provenance[name]["reason"] == "suppressed in production (defensive purge)"
+    assert ctx.warnings == [
+        f"production: purged environment variables from the supplied context: {name}"
+    ]
+    # the flags it did not send are visibly suppressed too
+    assert ctx.provenance["monetization_enabled"]["status"] == "suppressed"
+    assert ctx.provenance["context_aware"]["status"] == "suppressed"
+
+
+def test_monetization_and_interview_never_hold_in_production() -> None:
+    from runs.engine import RunState, evaluate_condition
+
+    condition = "${monetization_enabled} and ${interview_complete}"
+    ctx = supplied({"monetization_enabled": True, "interview_complete": True}, "production")
+    assert not evaluate_condition(condition, ctx.values)
+    state = RunState(SUPPLIED_CONFIG, ctx, environment="production")
+    state.apply(text_event("InterviewAgent", "NEXT"))
+    assert not evaluate_condition(condition, state.context)
+    dev = supplied({"monetization_enabled": True, "interview_complete": True})
+    assert evaluate_condition(condition, dev.values)
+
+
+def text_event(agent: str, text: str) -> dict[str, Any]:
+    return {"type": "agent_text", "agent": agent, "text": text}
+
+
+@pytest.mark.parametrize(
+    ("context", "problem"),
+    [
+        pytest.param(
+            {"max_items": "lots"},
+            "context.max_items: declarative variable max_items is a constant: leave it out or "
+            "send its declared value 25",
+            id="declarative-other-value",
+        ),
+        pytest.param(
+            {"max_items": 25.0},
+            "context.max_items: declarative variable max_items is a constant: leave it out or "
+            "send its declared value 25",
+            id="declarative-other-type",
+        ),
+        pytest.param(
+            {"beta_features": "false"},
+            "context.beta_features: takes a boolean (the declared type), got a string",
+            id="environment-string-for-boolean",
+        ),
+        pytest.param(
+            {"context_aware": "false"},
+            "context.context_aware: takes a boolean (the declared type), got a string",
+            id="base-flag-string",
+        ),
+        pytest.param(
+            {"interview_complete": 1},
+            "context.interview_complete: takes a boolean (the declared type), got an integer",
+            id="derived-integer",
+        ),
+        pytest.param(
+            {"enterprise_id": "other"},
+            "context.enterprise_id: must be the run's own enterprise_id ('acme')",
+            id="other-enterprise",
+        ),
+        pytest.param(
+            {"note": _nested_list(65)},
+            "context.note: nested more than 64 levels",
+            id="too-deep",
+        ),
+        pytest.param(
+            {"note": 10**30}, "context.note: must fit in a signed 64-bit integer (JSON "
+            "consumers and databases cap it)", id="int-beyond-64-bits",
+        ),
+        pytest.param(
+            {"": 1}, "context.: names are non-empty strings of at most 64", id="empty-name"
+        ),
+    ],
+)
+def test_supplied_values_must_have_the_declared_type(
+    context: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(loader_module.ContextError) as info:
+        supplied(context)
+    assert info.value.problems == [problem]
+
+
+def test_supplied_declarative_and_base_values_that_agree_are_accepted() -> None:
+    ctx = supplied({"max_items": 25, "enterprise_id": "acme", "workflow_name": "Generator"})
+    assert ctx.values["max_items"] == 25
+
+
+def test_supplied_credentials_are_redacted_and_database_mismatches_kept_with_a_warning() -> None:
+    ctx = supplied({"note": "redis://:pw@cache:6379", "overview": 7})
+    assert ctx.values["note"] == "[redacted]"
+    assert "looks like a credential" in ctx.provenance["note"]["reason"]
+    assert ctx.values["overview"] == 7
+    assert ctx.warnings == [
+        "note: looks like a credential (a URL with userinfo, e.g. a password): "
+        "replaced by [redacted]",
+        "overview: declared string but the runtime supplied an integer; kept as is",
+    ]
+
+
+def test_supplied_context_refuses_an_unknown_environment() -> None:
+    with pytest.raises(ValueError, match="environment: must be one of development, production"):
+        supplied({}, "staging")

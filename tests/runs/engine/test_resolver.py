@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import re
+import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from runs.engine import lint_templates, resolve, resolve_json, resolve_system_message
+from runs.engine import (
+    JSON_MAX_DEPTH,
+    TemplateError,
+    lint_templates,
+    resolve,
+    resolve_json,
+    resolve_system_message,
+)
 
 from .support import config_with, demo_config
 
@@ -214,3 +226,124 @@ def test_lint_templates() -> None:
 def test_lint_template_forms(templates: Any, locations: list[str]) -> None:
     config = config_with(declarative_variables=[{"name": "product_tier", "value": "beta"}])
     assert [i.location for i in lint_templates(templates, config)] == locations
+
+
+# -- issue 14: hostile templates resolve in linear time (6) -----------------------------------
+_OLD_REFERENCE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")  # the backtracking pattern, as an oracle
+
+HOSTILE = 100_000
+HOSTILE_TEMPLATES = {
+    "unclosed-whitespace": "{{" + " " * (HOSTILE - 3) + "}",
+    "unclosed-text": "{{" + "a" * (HOSTILE - 2),
+    "many-openings": "{{" * (HOSTILE // 2),
+    "many-openings-spaced": "{{ " * (HOSTILE // 3),
+    "many-closings": "}}" * (HOSTILE // 2),
+    "nested": "{{" * (HOSTILE // 4) + "}}" * (HOSTILE // 4),
+    "alternating": "{{ a }" * (HOSTILE // 6),
+    "many-references": "{{venue_name}}" * (HOSTILE // 14),
+    "many-unresolved": "".join(f"{{{{ghost{i}}}}}" for i in range(HOSTILE // 12)),
+    "single-braces": "{a" * (HOSTILE // 2),
+    "long-reference": "{{" + "a." * (HOSTILE // 2 - 2) + "}}",
+}
+
+
+@pytest.mark.parametrize("template", list(HOSTILE_TEMPLATES.values()), ids=list(HOSTILE_TEMPLATES))
+def test_a_hostile_template_resolves_in_well_under_a_second(template: str) -> None:
+    assert len(template) >= HOSTILE * 0.9
+    started = time.perf_counter()
+    resolve(template, variables=VARIABLES, node_outputs=NODES)
+    resolve_json({"body": [template]}, variables=VARIABLES, node_outputs=NODES)
+    resolve_system_message(template, VARIABLES)
+    lint_templates([template], config_with())
+    assert time.perf_counter() - started < 1.0  # a guard: the old pattern took 17 s on 4,000
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    template=st.lists(
+        st.sampled_from(["{", "}", " ", "a", ".", "venue_name", "x", "\n", "0"]), max_size=40
+    ).map("".join)
+)
+def test_the_scanner_finds_what_the_old_pattern_found(template: str) -> None:
+    expected_unresolved: dict[str, None] = {}
+
+    def substitute(match: re.Match[str]) -> str:
+        reference = match.group(1).strip()
+        name, *path = reference.split(".")
+        if name == "venue_name" and not path:
+            return "Main Hall"
+        expected_unresolved[reference] = None
+        return match.group(0)
+
+    expected = _OLD_REFERENCE.sub(substitute, template)
+    result = resolve(template, variables={"venue_name": "Main Hall"}, node_outputs={})
+    assert (result.text, result.unresolved) == (expected, list(expected_unresolved))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    template=st.text(max_size=60),
+    variables=st.dictionaries(
+        st.text(max_size=5),
+        st.recursive(
+            st.none() | st.integers() | st.text(max_size=5), lambda c: st.lists(c, max_size=3)
+        ),
+        max_size=3,
+    ),
+)
+def test_resolve_never_raises_and_is_deterministic(
+    template: str, variables: dict[str, Any]
+) -> None:
+    first = resolve(template, variables=variables, node_outputs={})
+    assert resolve(template, variables=variables, node_outputs={}) == first
+
+
+# -- issue 14: depth is bounded, never a RecursionError (7) -----------------------------------
+def _deep_list(depth: int) -> Any:
+    value: Any = "{{venue_name}}"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [600, 5_000])
+def test_resolve_json_refuses_json_nested_deeper_than_the_limit(depth: int) -> None:
+    value = _deep_list(depth)
+    if depth < 900:  # legal JSON (Python's own encoder takes it): the limit is the engine's
+        assert json.loads(json.dumps(value)) == value
+    with pytest.raises(TemplateError, match="template: nested more than 64 levels"):
+        resolve_json(value, variables=VARIABLES, node_outputs=NODES)
+
+
+def test_resolve_json_within_the_limit_resolves() -> None:
+    result = resolve_json(_deep_list(JSON_MAX_DEPTH - 1), variables=VARIABLES, node_outputs={})
+    inner = result.value
+    for _ in range(JSON_MAX_DEPTH - 1):
+        inner = inner[0]
+    assert inner == "Main Hall"
+
+
+@pytest.mark.parametrize(
+    ("variables", "template"),
+    [
+        pytest.param({"deep": _deep_list(1_000)}, "{{deep}}", id="variable-1000-deep"),
+        pytest.param({"deep": _deep_list(1_000)}, "{{deep.0}}", id="path-into-deep"),
+        pytest.param({"huge": 10**5000}, "{{huge}}", id="int-beyond-str-limit"),
+    ],
+)
+def test_a_value_too_deep_or_big_to_render_stays_unresolved(
+    variables: dict[str, Any], template: str
+) -> None:
+    result = resolve(template, variables=variables, node_outputs={})
+    assert result.text == template
+    assert result.unresolved == [template[2:-2]]
+    node = resolve(template, variables={}, node_outputs=variables)
+    assert node.text == template
+    system = resolve_system_message("{" + template[2:-2].split(".")[0] + "}", variables)
+    assert system.unresolved
+
+
+def test_template_references_walks_any_depth() -> None:
+    from runs.engine.resolver import template_references
+
+    assert list(template_references(_deep_list(10_000))) == ["venue_name"]

@@ -513,3 +513,259 @@ def test_a_snapshot_continues_exactly_like_the_live_state(
     for event in events[cut:]:
         assert restored.apply(event).as_dict() == live.apply(event).as_dict()
     assert restored.to_dict() == live.to_dict()
+
+
+# -- issue 14: a run knows its environment (1) ------------------------------------------------
+PRODUCTION_BASE = {**BASE, "beta_features": True, "context_aware": True, "account_plan": "pro"}
+
+
+def test_production_state_drops_environment_flags_from_its_base_context() -> None:
+    state = RunState(CONFIG, PRODUCTION_BASE, environment="production")
+    assert "beta_features" not in state.context
+    assert "context_aware" not in state.context
+    assert state.context["account_plan"] == "pro"
+    assert state.environment == "production"
+    assert state.to_dict()["execution"]["environment"] == "production"
+    development = RunState(CONFIG, PRODUCTION_BASE)
+    assert development.context["beta_features"] is True
+    assert development.environment == "development"
+
+
+def test_the_environment_survives_a_snapshot_and_replay() -> None:
+    live = RunState(CONFIG, PRODUCTION_BASE, environment="production")
+    live.apply(text("InterviewAgent", "NEXT"))
+    restored = RunState.from_dict(CONFIG, json.loads(json.dumps(live.to_dict())))
+    assert restored.environment == "production"
+    assert restored.problems({"type": "context_set", "name": "beta_features", "value": True}) == [
+        "name: environment variable beta_features is suppressed in production"
+    ]
+    replayed = replay(
+        CONFIG, PRODUCTION_BASE, [text("InterviewAgent", "NEXT")], environment="production"
+    )
+    assert replayed.to_dict() == live.to_dict()
+    with pytest.raises(ValueError, match="the snapshot is of a production run"):
+        RunState.from_dict(CONFIG, live.to_dict(), environment="development")
+    old_snapshot = live.to_dict()
+    del old_snapshot["execution"]["environment"]  # stored before the field existed
+    assert RunState.from_dict(CONFIG, old_snapshot).environment == "development"
+
+
+def test_an_unknown_environment_is_refused() -> None:
+    with pytest.raises(ValueError, match="environment: must be one of development, production"):
+        RunState(CONFIG, BASE, environment="staging")
+
+
+# -- issue 14: what context_set may touch, and only with the declared type (1, 2, 3) ----------
+TYPED = config_with(
+    database_name="crm",
+    declarative_variables=[
+        {"name": "product_tier", "value": "beta"},
+        {"name": "max_items", "type": "integer", "value": 25},
+    ],
+    database_variables=[
+        db_var("account_plan", "Accounts", "plan"),
+        {**db_var("seats", "Accounts", "seats"), "type": "integer"},
+        {**db_var("ratio", "Accounts", "ratio"), "type": "number"},
+    ],
+    environment_variables=[
+        env_var("context_aware", "CONTEXT_AWARE"),
+        env_var("beta_features", "BETA_FEATURES"),
+        env_var("region", "REGION", "string"),
+    ],
+    derived_variables=[derived_var("interview_complete", says("InterviewAgent", "NEXT"))],
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "environment", "problem"),
+    [
+        # the declared type, and nothing else
+        pytest.param("account_plan", "gold", "development", None, id="string-ok"),
+        pytest.param("seats", 12, "development", None, id="integer-ok"),
+        pytest.param("ratio", 0.5, "development", None, id="number-ok"),
+        pytest.param("ratio", 3, "development", None, id="number-takes-an-integer"),
+        pytest.param("beta_features", False, "development", None, id="boolean-ok"),
+        pytest.param("region", "eu", "development", None, id="environment-string-ok"),
+        pytest.param(
+            "account_plan", 12345, "development",
+            "value: account_plan takes a string (the declared type), got an integer",
+            id="integer-for-string",
+        ),
+        pytest.param(
+            "seats", "lots", "development",
+            "value: seats takes an integer (the declared type), got a string",
+            id="string-for-integer",
+        ),
+        pytest.param(
+            "seats", True, "development",
+            "value: seats takes an integer (the declared type), got a boolean",
+            id="boolean-is-not-an-integer",
+        ),
+        pytest.param(
+            "seats", 2.5, "development",
+            "value: seats takes an integer (the declared type), got a number",
+            id="number-for-integer",
+        ),
+        pytest.param(
+            "beta_features", "false", "development",
+            "value: beta_features takes a boolean (the declared type), got a string",
+            id="truthy-string-for-boolean",
+        ),
+        pytest.param(
+            "account_plan", None, "development",
+            "value: account_plan takes a string (the declared type), got null",
+            id="null",
+        ),
+        pytest.param(
+            "account_plan", {"a": 1}, "development",
+            "value: account_plan takes a string (the declared type), got an object",
+            id="object",
+        ),
+        pytest.param(
+            "account_plan", "postgres://u:pw@db/app", "development",
+            "value: looks like a credential (a URL with userinfo, e.g. a password); "
+            "context variables never hold secrets",
+            id="credential",
+        ),
+        # names context_set never touches
+        pytest.param(
+            "max_items", "lots", "development",
+            "name: declarative variable max_items is a constant: it never changes during a run",
+            id="declarative-max-items",
+        ),
+        pytest.param(
+            "product_tier", 12345, "development",
+            "name: declarative variable product_tier is a constant: it never changes during a run",
+            id="declarative-product-tier",
+        ),
+        pytest.param(
+            "context_aware", "false", "development",
+            "name: context_aware is a base flag read from CONTEXT_AWARE at start: it never "
+            "changes during a run",
+            id="base-flag-context-aware",
+        ),
+        pytest.param(
+            "monetization_enabled", True, "development",
+            "name: monetization_enabled is a base flag read from MONETIZATION_ENABLED at start: "
+            "it never changes during a run",
+            id="base-flag-undeclared",
+        ),
+        pytest.param(
+            "workflow_name", "Other", "development",
+            "name: workflow_name is the run's base: it never changes during a run",
+            id="base-workflow-name",
+        ),
+        pytest.param(
+            "interview_complete", True, "development",
+            "name: derived variable interview_complete is flipped by its triggers only",
+            id="derived",
+        ),
+        pytest.param(
+            "ghost", 1, "development",
+            "name: unknown variable ghost (declare it in the workflow first)",
+            id="undeclared",
+        ),
+        # production
+        pytest.param(
+            "beta_features", True, "production",
+            "name: environment variable beta_features is suppressed in production",
+            id="production-environment",
+        ),
+        pytest.param(
+            "monetization_enabled", True, "production",
+            "name: environment variable monetization_enabled is suppressed in production",
+            id="production-base-flag",
+        ),
+        pytest.param("account_plan", "gold", "production", None, id="production-database-ok"),
+    ],
+)
+def test_context_set_rules(name: str, value: Any, environment: str, problem: str | None) -> None:
+    state = RunState(TYPED, BASE, environment=environment)
+    before = state.to_dict()
+    event = {"type": "context_set", "name": name, "value": value}
+    if problem is None:
+        state.apply(event)
+        assert state.context[name] == value
+        return
+    assert state.problems(event) == [problem]
+    with pytest.raises(EventError) as info:
+        state.apply(event)
+    assert info.value.problems == [problem]
+    assert state.to_dict() == before
+
+
+def test_a_base_context_too_deep_to_store_is_refused() -> None:
+    from runs.engine import ContextError
+
+    deep: Any = 1
+    for _ in range(1_000):
+        deep = [deep]
+    with pytest.raises(ContextError) as info:
+        RunState(CONFIG, {**BASE, "account_plan": deep})
+    assert info.value.problems == ["context.account_plan: nested more than 64 levels"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(events=st.lists(event_strategy, max_size=20))
+def test_a_production_run_never_holds_an_environment_flag(events: list[dict[str, Any]]) -> None:
+    state = RunState(CONFIG, PRODUCTION_BASE, environment="production")
+    for event in events:
+        if state.problems(event):
+            continue
+        state.apply(event)
+        assert "beta_features" not in state.context and "context_aware" not in state.context
+
+
+# -- issue 14: every recursive walk is bounded (7) --------------------------------------------
+def _deep(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"k": [value]}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("event", "problem"),
+    [
+        pytest.param(tool("t", data=_deep(5_000)), "data: nested more than 64 levels", id="data"),
+        pytest.param(
+            {"type": "context_set", "name": "x", "value": _deep(5_000)},
+            "value: nested more than 64 levels",
+            id="value",
+        ),
+        pytest.param(
+            text({"name": "A", "more": _deep(5_000)}, "hi"),
+            "agent: nested more than 64 levels",
+            id="sender-object",
+        ),
+        pytest.param(
+            tool("t", data={"n": 2**63}),
+            "data: must fit in a signed 64-bit integer (JSON consumers and databases cap it)",
+            id="int-beyond-64-bits",
+        ),
+    ],
+)
+def test_deep_or_huge_event_values_are_refused_without_recursion(
+    event: dict[str, Any], problem: str
+) -> None:
+    assert problem in validate_event(event)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_deep(5_000), 10**5000, {1: "a", "b": 2}],
+    ids=["5000-deep", "5000-digits", "mixed-keys"],
+)
+def test_log_previews_never_raise(value: Any) -> None:
+    from runs.engine.log import preview, safe_preview
+
+    assert preview(value).startswith("<")
+    assert safe_preview(value).startswith("<")
+
+
+def test_mongo_json_safe_refuses_deep_values_without_recursion() -> None:
+    from runs.engine import json_safe
+
+    assert json_safe(_deep(10)) == _deep(10)
+    with pytest.raises(ValueError, match="nested more than 64 levels"):
+        json_safe(_deep(5_000))
