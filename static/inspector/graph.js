@@ -1,11 +1,11 @@
 // The agents graph: the agents as nodes, the workflow's hand-off rules as edges labelled with
 // their conditions, the edges taken so far (state.execution.path) highlighted and the current
-// agent marked. SVG built with createElementNS/textContent; the layout is deterministic: ranks
-// in breadth-first order of the rules from the agents no rule hands to, at most PER_ROW a row.
+// agent marked. SVG built with createElementNS/textContent; the layout is deterministic: one row
+// per rank (longest path along the rules, back edges aside), at most PER_ROW agents a row.
 
 import { el, replace, svg } from "./dom.js";
 
-const WIDTH = 640;
+const COLUMN = 190; // the width each node of the widest row gets
 const NODE_W = 160;
 const NODE_H = 34;
 const ROW_GAP = 104; // from one row's centre to the next
@@ -34,29 +34,37 @@ export function agentsOf(rules, execution = {}) {
   return agents;
 }
 
-/** Place each agent: { name -> { x, y, rank } } and the drawing's height. */
+/** Place each agent: { places: name -> { x, y, row, rank }, width, height } of the drawing. */
 export function layout(agents, rules) {
   const next = new Map(agents.map((name) => [name, []]));
   for (const rule of rules) next.get(rule.source_agent)?.push(rule.target_agent);
   const ruled = agents.filter((name) => rules.some((r) => r.source_agent === name || r.target_agent === name));
-  const targets = new Set(rules.map((rule) => rule.target_agent));
-  const rank = new Map();
-  const order = [];
-  const walk = (roots) => {
-    const queue = roots.filter((root) => !rank.has(root));
-    for (const root of queue) rank.set(root, 0);
-    while (queue.length) {
-      const name = queue.shift();
-      order.push(name);
-      for (const target of next.get(name) || []) {
-        if (rank.has(target)) continue;
-        rank.set(target, rank.get(name) + 1);
-        queue.push(target);
-      }
+  const entered = new Set(rules.filter((r) => r.source_agent !== r.target_agent).map((r) => r.target_agent));
+  // Depth-first in rule order from the agents no rule hands to (then any closed cycle): an edge
+  // back to an agent still on the walk is a back edge and does not rank; the others rank their
+  // target below their source (longest path), so a chain of rules reads top to bottom.
+  const walking = new Set();
+  const order = []; // preorder: the order of agents within a rank
+  const finished = []; // postorder, reversed below into a topological order of the forward edges
+  const forward = new Map(ruled.map((name) => [name, []]));
+  const visit = (name) => {
+    walking.add(name);
+    order.push(name);
+    for (const target of next.get(name)) {
+      if (walking.has(target)) continue;
+      forward.get(name).push(target);
+      if (!order.includes(target)) visit(target);
     }
+    walking.delete(name);
+    finished.push(name);
   };
-  walk(ruled.filter((name) => !targets.has(name)));
-  for (const name of ruled) if (!rank.has(name)) walk([name]); // a cycle nobody enters from outside
+  for (const root of [...ruled.filter((name) => !entered.has(name)), ...ruled]) {
+    if (!order.includes(root)) visit(root);
+  }
+  const rank = new Map(ruled.map((name) => [name, 0]));
+  for (const name of finished.reverse()) {
+    for (const target of forward.get(name)) rank.set(target, Math.max(rank.get(target), rank.get(name) + 1));
+  }
   const last = Math.max(-1, ...rank.values());
   for (const name of agents) {
     if (!rank.has(name)) { rank.set(name, last + 1); order.push(name); } // seen, but in no rule
@@ -71,11 +79,12 @@ export function layout(agents, rules) {
     const members = byRank.get(key);
     for (let i = 0; i < members.length; i += PER_ROW) rows.push(members.slice(i, i + PER_ROW));
   }
+  const width = COLUMN * Math.max(2, ...rows.map((row) => row.length));
   const places = new Map();
   rows.forEach((row, index) => {
     row.forEach((name, column) => {
       places.set(name, {
-        x: (WIDTH * (column + 0.5)) / row.length,
+        x: (width * (column + 0.5)) / row.length,
         y: MARGIN + NODE_H / 2 + index * ROW_GAP,
         row: index,
         rank: rank.get(name),
@@ -83,7 +92,7 @@ export function layout(agents, rules) {
     });
   });
   const height = MARGIN * 2 + NODE_H + Math.max(0, rows.length - 1) * ROW_GAP;
-  return { places, height };
+  return { places, width, height };
 }
 
 /** Match each taken edge of the path to its rule (by index, else by its agents); the rest stay apart. */
@@ -120,7 +129,8 @@ function geometry(a, b, bend, labelAt) {
     const x = a.x + NODE_W / 2;
     return {
       d: `M ${x} ${a.y - 8} C ${x + 56} ${a.y - 40}, ${x + 56} ${a.y + 40}, ${x} ${a.y + 8}`,
-      label: { x: Math.min(WIDTH - 4, x + 44), y: a.y },
+      label: { x: x + 44, y: a.y },
+      xs: [x, x + 42],
     };
   }
   const length = Math.hypot(b.x - a.x, b.y - a.y);
@@ -131,29 +141,38 @@ function geometry(a, b, bend, labelAt) {
   };
   const start = boundary(a, control);
   const end = boundary(b, control);
-  const t = labelAt;
-  const point = (p, q, r) => (1 - t) ** 2 * p + 2 * (1 - t) * t * q + t ** 2 * r;
+  const point = (t, p, q, r) => (1 - t) ** 2 * p + 2 * (1 - t) * t * q + t ** 2 * r;
   return {
     d: `M ${start.x.toFixed(1)} ${start.y.toFixed(1)} Q ${control.x.toFixed(1)} ${control.y.toFixed(1)} ${end.x.toFixed(1)} ${end.y.toFixed(1)}`,
-    label: { x: point(start.x, control.x, end.x), y: point(start.y, control.y, end.y) },
+    label: { x: point(labelAt, start.x, control.x, end.x), y: point(labelAt, start.y, control.y, end.y) },
+    xs: [0, 0.25, 0.5, 0.75, 1].map((t) => point(t, start.x, control.x, end.x)), // to size the drawing
   };
 }
 
 /** How far each edge curves: straight to the next rank, apart when they would overlap. */
-function bends(edges, places) {
+function bends(edges, places, width) {
+  const keys = new Set(edges.map((edge) => JSON.stringify([edge.source, edge.target])));
   const pairs = new Map();
   const outs = new Map();
   return edges.map((edge) => {
     const a = places.get(edge.source);
     const b = places.get(edge.target);
     const key = JSON.stringify([edge.source, edge.target]);
-    const reverse = JSON.stringify([edge.target, edge.source]);
+    const paired = keys.has(JSON.stringify([edge.target, edge.source]));
     const parallel = pairs.get(key) || 0;
     pairs.set(key, parallel + 1);
     const out = outs.get(edge.source) || 0;
     outs.set(edge.source, out + 1);
-    const straight = b.row === a.row + 1 && !edges.some((e) => JSON.stringify([e.source, e.target]) === reverse);
-    const base = straight ? 0 : BEND;
+    const span = Math.abs(b.row - a.row);
+    const straight = b.row === a.row + 1 && !paired;
+    // an edge across rows passes the agents in between: curve it wide enough to clear them,
+    // out towards the nearer side of the drawing (a pair A→B, B→A curves apart by itself)
+    let base = straight ? 0 : BEND + Math.min(2, Math.max(0, span - 1)) * (NODE_W / 2 + 10);
+    if (span >= 2 && !paired) {
+      const normalX = -(b.y - a.y); // the sign of the curve's sideways direction for a positive bend
+      const outward = (a.x + b.x) / 2 > width / 2 ? 1 : -1;
+      base *= Math.sign(normalX) === outward ? 1 : -1;
+    }
     const step = parallel === 0 ? 0 : (parallel % 2 ? 1 : -1) * Math.ceil(parallel / 2) * BEND;
     return { bend: base + step, labelAt: [0.5, 0.64, 0.36][out % 3] }; // fanned-out labels stagger
   });
@@ -170,11 +189,13 @@ function edgeTitle(edge) {
 function drawEdge(edge, places, shape) {
   const a = places.get(edge.source);
   const b = places.get(edge.target);
-  const { d, label } = geometry(a, b, shape.bend, shape.labelAt);
+  const { d, label, xs } = geometry(a, b, shape.bend, shape.labelAt);
   const taken = edge.seqs.length > 0;
   const text = edge.rule === null ? "no rule" : clip(edge.condition, LABEL_CHARS);
   const width = text.length * CHAR_W + 8;
-  return svg("g", {
+  const left = Math.min(...xs, label.x - width / 2);
+  const right = Math.max(...xs, label.x + width / 2);
+  const node = svg("g", {
     class: ["edge", taken && "taken", edge.rule === null && "unplanned", edge.status && `ready-${edge.status.replace(" ", "-")}`],
     dataset: {
       rule: edge.rule === null ? "" : String(edge.rule), source: edge.source, target: edge.target,
@@ -186,6 +207,7 @@ function drawEdge(edge, places, shape) {
   svg("rect", { x: label.x - width / 2, y: label.y - 9, width, height: 18, rx: 4, class: "edge-label-bg" }),
   svg("text", { x: label.x, y: label.y + 4, class: "edge-label", "text-anchor": "middle" },
     taken && edge.seqs.length > 1 ? `${text} ×${edge.seqs.length}` : text));
+  return { node, left, right };
 }
 
 function drawNode(name, place, execution) {
@@ -216,7 +238,7 @@ export function renderGraph(container, { rules, readiness, execution }) {
     replace(container, el("p", { class: "muted" }, "No agents yet: the workflow declares no hand-off rules and no agent has spoken."));
     return;
   }
-  const { places, height } = layout(agents, rules);
+  const { places, width, height } = layout(agents, rules);
   const { byRule, unplanned } = takenEdges(rules, state.path || []);
   const statuses = new Map((readiness || []).map((row) => [row.index, row]));
   const edges = [
@@ -227,8 +249,10 @@ export function renderGraph(container, { rules, readiness, execution }) {
     })),
     ...unplanned.map((edge) => ({ ...edge, rule: null, condition: null, status: null, reason: null })),
   ];
-  const shapes = bends(edges, places);
-  const drawn = edges.map((edge, index) => ({ edge, node: drawEdge(edge, places, shapes[index]) }));
+  const shapes = bends(edges, places, width);
+  const drawn = edges.map((edge, index) => ({ edge, ...drawEdge(edge, places, shapes[index]) }));
+  const left = Math.floor(Math.min(0, ...drawn.map((d) => d.left))) - 10;
+  const right = Math.ceil(Math.max(width, ...drawn.map((d) => d.right))) + 10;
   const marker = (id) => svg("marker", {
     id, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10",
     markerUnits: "userSpaceOnUse", orient: "auto",
@@ -241,7 +265,8 @@ export function renderGraph(container, { rules, readiness, execution }) {
   ];
   replace(container,
     svg("svg", {
-      viewBox: `-20 0 ${WIDTH + 40} ${height}`, class: "graph-svg", role: "img",
+      viewBox: `${left} 0 ${right - left} ${height}`, class: "graph-svg", role: "img",
+      width: right - left, height, // natural size; CSS shrinks it to a narrow panel
       "aria-label": `Agents graph: ${agents.length} agents, ${rules.length} hand-off rules, ${path.length} taken`,
     },
     svg("defs", {}, marker("graph-arrow"), marker("graph-arrow-taken")),
@@ -253,6 +278,7 @@ export function renderGraph(container, { rules, readiness, execution }) {
     el("p", { class: "graph-legend muted" },
       el("span", { class: "legend legend-taken" }, "taken"), " ",
       el("span", { class: "legend legend-rule" }, "rule"), " ",
+      el("span", { class: "legend legend-ready" }, "holds now"), " ",
       el("span", { class: "legend legend-never" }, "never in this environment"), " ",
       el("span", { class: "legend legend-current" }, "current agent")));
 }
