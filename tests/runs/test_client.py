@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
 from runs.client import ReportError, RunReporter
+from tests.integrations.fake_server import FakeRunServer
 from tests.support.processes import free_port
 
 
@@ -102,3 +105,111 @@ def test_an_unreachable_server_is_retried_then_reported():
     reporter = RunReporter(f"http://127.0.0.1:{free_port()}", "ca_x", retries=2, backoff=0.01)
     with pytest.raises(ReportError, match="gave up after 3 attempts"):
         reporter.start(workflow="W", enterprise_id="e")
+
+
+# -- background mode (what the AG2 integration uses) ----------------------------------------------
+def background_reporter(url: str, **options: Any) -> RunReporter:
+    reporter = RunReporter(url, "ca_x", background=True, backoff=0.02, max_backoff=0.1, **options)
+    reporter.start(workflow="W", enterprise_id="e")
+    return reporter
+
+
+def test_background_events_are_queued_and_sent_by_another_thread():
+    fake = FakeRunServer(delay=0.05).start()
+    try:
+        reporter = background_reporter(fake.url)
+        began = time.perf_counter()
+        seqs = [reporter.event("agent_text", agent="a", text=str(i)) for i in range(200)]
+        enqueue_s = time.perf_counter() - began
+        assert reporter.close(timeout=10) is True
+        assert seqs == list(range(1, 201))
+        assert enqueue_s < 0.05  # a 50 ms server: the caller never waited for it
+        assert fake.seqs(reporter.run_id) == seqs
+        assert fake.requests < 200  # batched while a request was in flight
+    finally:
+        fake.stop()
+
+
+def test_background_server_down_then_up_delivers_everything_and_logs_once(caplog):
+    fake = FakeRunServer()  # not started: the port refuses connections
+    reporter = background_reporter(fake.url)
+    with caplog.at_level(logging.WARNING, logger="runs.client"):
+        began = time.perf_counter()
+        for i in range(50):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert time.perf_counter() - began < 0.05
+        assert reporter.flush(timeout=0.3) is False
+        fake.start()
+        try:
+            assert reporter.close(timeout=10) is True
+            assert fake.seqs(reporter.run_id) == list(range(1, 51))
+        finally:
+            fake.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("server unavailable" in m for m in messages) == 1
+    assert sum("reachable again" in m for m in messages) == 1
+
+
+def test_background_client_error_stops_reporting_without_raising(caplog):
+    fake = FakeRunServer().start()
+    fake.status = 400
+    try:
+        reporter = background_reporter(fake.url)
+        with caplog.at_level(logging.ERROR, logger="runs.client"):
+            for i in range(20):
+                reporter.event("agent_text", agent="a", text=str(i))
+            assert reporter.close(timeout=2) is False
+        assert "400" in (reporter.error or "")
+        assert sum("reporting stopped" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        fake.stop()
+
+
+def test_background_capacity_without_a_spool_drops_and_stops():
+    reporter = background_reporter(f"http://127.0.0.1:{free_port()}", capacity=10)
+    for i in range(25):
+        reporter.event("agent_text", agent="a", text=str(i))
+    assert reporter.dropped == 15
+    assert "more than 10 unsent events" in (reporter.error or "")
+    assert reporter.close(timeout=0.2) is False
+
+
+def test_background_capacity_with_a_spool_keeps_order_through_the_file(tmp_path):
+    fake = FakeRunServer()
+    reporter = background_reporter(fake.url, capacity=10, spool_dir=tmp_path, batch_size=7)
+    for i in range(95):
+        reporter.event("agent_text", agent="a", text=str(i))
+    assert reporter.dropped == 0
+    spool = tmp_path / f"{reporter.run_id}.jsonl"
+    assert len(spool.read_text().splitlines()) == 1 + 95  # the start, then every event
+    fake.start()
+    try:
+        reporter.event("run_status", status="completed")
+        assert reporter.close(timeout=10) is True
+        assert fake.seqs(reporter.run_id) == list(range(1, 97))
+        assert not spool.exists()  # ended and acknowledged: nothing left to resume
+    finally:
+        fake.stop()
+
+
+def test_resume_delivers_the_spools_unsent_events_after_the_servers_seq(tmp_path):
+    fake = FakeRunServer().start()
+    try:
+        first = background_reporter(fake.url, spool_dir=tmp_path)
+        for i in range(5):
+            first.event("agent_text", agent="a", text=str(i))
+        assert first.flush(timeout=5)
+        fake.stop()  # events 6-8 are observed while the server is down, then the runtime dies
+        for i in range(5, 8):
+            first.event("agent_text", agent="a", text=str(i))
+        assert first.close(timeout=0) is False  # its sender stops; the spool keeps 6-8
+        run_id = first.run_id
+        fake.start()
+        again = RunReporter(fake.url, "ca_x", background=True, spool_dir=tmp_path)
+        resumed = again.resume(run_id)
+        assert [e["seq"] for e in resumed.unsent] == [6, 7, 8]
+        assert again.event("agent_text", agent="a", text="after") == 9
+        assert again.close(timeout=10) is True
+        assert fake.seqs(run_id) == list(range(1, 10))
+    finally:
+        fake.stop()

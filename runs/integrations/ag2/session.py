@@ -545,11 +545,20 @@ class AG2Session:
                     f"{rule.condition}) never fires in this environment: {reason}",
                 )
                 continue
+            try:
+                expression = ContextExpression(rule.condition)
+            except (SyntaxError, ValueError) as exc:  # e.g. a name that is a Python keyword
+                reason = f"AG2 cannot parse the condition: {exc}"
+                self.skipped_handoffs.append(
+                    {"index": index, "condition": rule.condition, "reason": reason}
+                )
+                self._warn_once(f"rule:{index}", f"hand-off {index} not registered: {reason}")
+                continue
             source, target = agents[rule.source_agent], agents[rule.target_agent]
             for add in (source.handoffs.add_after_work, source.handoffs.add_context_condition):
                 condition = OnContextCondition(
                     target=AgentTarget(target),
-                    condition=ExpressionContextCondition(ContextExpression(rule.condition)),
+                    condition=ExpressionContextCondition(expression),
                 )
                 add(condition)
                 self._rule_of[id(condition)] = index
