@@ -186,7 +186,7 @@ function edgeTitle(edge) {
   return parts.join(" · ");
 }
 
-function drawEdge(edge, places, shape) {
+function drawEdge(edge, places, shape, onJump) {
   const a = places.get(edge.source);
   const b = places.get(edge.target);
   const { d, label, xs } = geometry(a, b, shape.bend, shape.labelAt);
@@ -195,7 +195,12 @@ function drawEdge(edge, places, shape) {
   const width = text.length * CHAR_W + 8;
   const left = Math.min(...xs, label.x - width / 2);
   const right = Math.max(...xs, label.x + width / 2);
+  const jump = () => onJump?.(edge.seqs.at(-1));
   const node = svg("g", {
+    ...(taken ? { // a taken edge links to the event that last took it, as the timeline's marks do
+      tabindex: "0", role: "link", "aria-label": edgeTitle(edge), onclick: jump,
+      onkeydown: (event) => { if (event.key === "Enter") jump(); },
+    } : {}),
     class: ["edge", taken && "taken", edge.rule === null && "unplanned", edge.status && `ready-${edge.status.replace(" ", "-")}`],
     dataset: {
       rule: edge.rule === null ? "" : String(edge.rule), source: edge.source, target: edge.target,
@@ -229,9 +234,10 @@ function drawNode(name, place, execution) {
 /**
  * Draw the graph.
  * rules: the run's pinned hand-off rules; readiness: the server's per-rule list (or null);
- * execution: state.execution (current_agent, visited_agents, path) as of the shown seq.
+ * execution: state.execution (current_agent, visited_agents, path) as of the shown seq;
+ * onJump(seq): show an event in the stream (a taken edge links to the event that took it).
  */
-export function renderGraph(container, { rules, readiness, execution }) {
+export function renderGraph(container, { rules, readiness, execution, onJump }) {
   const state = execution || {};
   const agents = agentsOf(rules, state);
   if (!agents.length) {
@@ -250,7 +256,7 @@ export function renderGraph(container, { rules, readiness, execution }) {
     ...unplanned.map((edge) => ({ ...edge, rule: null, condition: null, status: null, reason: null })),
   ];
   const shapes = bends(edges, places, width);
-  const drawn = edges.map((edge, index) => ({ edge, ...drawEdge(edge, places, shapes[index]) }));
+  const drawn = edges.map((edge, index) => ({ edge, ...drawEdge(edge, places, shapes[index], onJump) }));
   const left = Math.floor(Math.min(0, ...drawn.map((d) => d.left))) - 10;
   const right = Math.ceil(Math.max(width, ...drawn.map((d) => d.right))) + 10;
   const marker = (id) => svg("marker", {

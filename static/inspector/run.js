@@ -100,7 +100,9 @@ function render() {
   }));
   renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
   renderHandoffs($("handoffs"), page.handoffs, current.readiness);
-  renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution: current.execution });
+  renderGraph($("graph"), {
+    rules: page.handoffs, readiness: current.readiness, execution: current.execution, onJump: jump,
+  });
   $("graph-at").textContent = view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`;
   if (view.live) resolveSoon();
 }

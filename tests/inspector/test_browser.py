@@ -308,6 +308,8 @@ def test_agents_graph_highlights_taken_edges_and_follows_time_travel(page, live)
     page.get_by_role("button", name="Back to live").click()
     expect(page.locator("#graph-at")).to_contain_text("live")
     expect(graph_edge(page, 0)).to_have_attribute("data-taken", "true")
+    graph_edge(page, 0).click()  # a taken edge links to the event that took it
+    expect(page.locator("#event-2")).to_have_class(re.compile(r"\btarget\b"))
 
     # a hand-off no rule declares is drawn apart (dashed), and a fresh page reads the path
     # from the server's snapshot
@@ -423,6 +425,13 @@ def test_workflow_preview_shows_development_and_production_and_fetches_now(page,
     concept.get_by_role("button", name="Fetch now").click()
     expect(concept.locator(".prov")).to_contain_text("unresolved")
     expect(concept.locator(".prov")).to_contain_text("no document in autogen_ai_agents.Concepts")
+
+    page.goto("/workflows/Routed/preview/?CONTEXT_AWARE=on")
+    gated = page.locator("#preview-handoffs tbody tr").nth(2)  # ${context_aware}
+    expect(gated.locator('td[data-environment="development"] .badge')).to_have_text("holds")
+    expect(gated.locator('td[data-environment="production"] .badge')).to_have_text(
+        "never in production"
+    )
 
 
 def test_run_page_screenshots_at_desktop_and_narrow_widths(page, live):
