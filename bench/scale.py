@@ -21,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
+import os
 import random
 import re
 import resource
 import sqlite3
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,21 +125,19 @@ def rss(pid: int) -> tuple[int, int]:
 
 
 def cpu_seconds(pid: int) -> float:
-    import os
-
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tokens(site: Site, count: int) -> list[str]:
-    """``count`` more API tokens on the site (one Django start-up for all)."""
-    script = (
-        "from runs import services\n"
-        f"for i in range({count}):\n"
-        "    print(services.api_token_create(name=f'bench-scale-{i}', workflow=None)[1])\n"
-    )
-    out = manage(site.env(), "shell", "-c", script).stdout.strip().splitlines()
-    return out[-count:]
+    """``count`` more API tokens on the site (``manage.py create_api_token``, as prepare_site)."""
+
+    def create(index: int) -> str:
+        done = manage(site.env(), "create_api_token", f"bench-scale-{index}")
+        return done.stdout.strip().splitlines()[-1]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(create, range(count)))
 
 
 class Client:
@@ -300,6 +300,15 @@ class ManyRuns:
     sent_at: list[float] = field(default_factory=list)  # when each latency's event was sent
     ack_latencies: list[float] = field(default_factory=list)  # send -> ack (committed)
     drained: float = 0.0  # seconds from the last send until all arrived (or the wait ended)
+    first_send: float = 0.0
+    last_ack: float = 0.0
+
+    @property
+    def committed_rate(self) -> float:
+        """Events committed per second, from the first send to the last ack."""
+        span = self.last_ack - self.first_send
+        return self.runs * self.total / span if span > 0 else float("nan")
+
     queued: list[float] = field(default_factory=list)  # scheduled time -> inspector
     delivered: int = 0
     missing: int = 0
@@ -402,6 +411,7 @@ async def b11_many_runs(
                 raise RuntimeError(f"ingest {index}: expected ack {expected}, got {message!r}")
             if expected > warmup:
                 result.ack_latencies.append(now - sent[index][expected])
+            result.last_ack = max(result.last_ack, now)
             expected += 1
         finished[1] += 1
         if finished == [len(sockets), runs]:
@@ -432,6 +442,7 @@ async def b11_many_runs(
     tasks += [asyncio.create_task(watch(j)) for j in range(len(sockets))]
     frames = [orjson.dumps(event(s)).decode() for s in range(1, total + 1)]
     start = perf() + 0.1
+    result.first_send = start
     schedule = sorted(
         (start + (seq - 1) + index / runs, index, seq)
         for index in range(runs)
@@ -571,7 +582,7 @@ def figures(bench: Any, figure: Any) -> None:
                         events=int(p.seconds),
                         warmup=p.warmup,
                         runs_per_token=p.runs_per_token,
-                        drain=max(30.0, 2 * p.seconds),
+                        drain=max(30.0, 3 * p.seconds),
                     )
                 )
         many, few = measured[p.runs], measured[p.baseline_runs]
@@ -585,7 +596,8 @@ def figures(bench: Any, figure: Any) -> None:
                 f" p99 {_ms(percentile(m.ack_latencies, 99))}; delivered {m.delivered:,} of "
                 f"{m.inspectors * m.total:,}, lost {m.missing}, duplicated {m.duplicates}, "
                 f"out of order {m.out_of_order}, every ack in order: {m.acks_ok} (all in "
-                f"{m.drained:.1f} s after the last send); RSS {mib(m.rss_start)} with the runs "
+                f"{m.drained:.1f} s after the last send; {m.committed_rate:,.0f} events/s "
+                f"committed, {m.runs:,}/s offered); RSS {mib(m.rss_start)} with the runs "
                 f"started and the sockets open, {mib(m.rss_end)} at the end "
                 f"(peak {mib(m.peak_rss)}); "
                 f"Daphne CPU {m.server_cpu:.0%} of a core, bench client {m.client_cpu:.0%}; "
