@@ -138,24 +138,25 @@ def b8_state_at(
 ) -> StateAt:
     from contextadmin.models import Workflow
     from contextadmin.services import workflow_import
-    from runs import selectors, services
+    from runs import selectors
     from runs.engine import RunState
     from runs.models import Run, RunEvent
+    from runs.services import caches, ingest, lifecycle
 
     if not Workflow.objects.filter(name="Generator").exists():
         demo = Path(__file__).resolve().parents[1] / "contextadmin" / "demo"
         workflow_import(name="Generator", data=(demo / "context_variables.json").read_bytes())
-    run_id = services.run_start(workflow_name="Generator", enterprise_id="bench").run.pk
+    run_id = lifecycle.run_start(workflow_name="Generator", enterprise_id="bench").run.pk
     began = perf()
     for first in range(1, events + 1, batch):
-        services.event_ingest(
+        ingest.event_ingest(
             run_id=run_id,
             events=[event(seq) for seq in range(first, min(first + batch, events + 1))],
         )
     ingest_seconds = perf() - began
     run = Run.objects.get(pk=run_id)
     assert run.last_seq == events, (run.last_seq, events)
-    snapshot_every = services.SNAPSHOT_EVERY
+    snapshot_every = ingest.SNAPSHOT_EVERY
     rng = random.Random(seed)
     # The worst case replays SNAPSHOT_EVERY - 1 events after the nearest snapshot.
     worst = [(k * snapshot_every) - 1 for k in range(1, events // snapshot_every + 1)]
@@ -169,7 +170,7 @@ def b8_state_at(
         timings.append(perf() - start)
     # The baseline: replay from seq 0 with no snapshot (what snapshots save); its result must
     # equal the state replayed from the nearest snapshot.
-    config = services.run_config(run)
+    config = caches.run_config(run)
     seq = worst[-1]
     expected = selectors.run_state_at(run=run, seq=seq).state
     replay = []

@@ -2,12 +2,11 @@
 
 PostgreSQL cannot hold NUL in text, so a ``%00`` in a run id, a workflow name, an admin search
 or a posted form field would otherwise fail in the database as a 500. (JSON bodies are checked
-by ``runs.api.json_decode``; ``context_variables.json`` files by ``schema.parse_config``.)
+by ``runs.api.json_decode``; ``context_variables.json`` files by the format module's
+``parse_config``.)
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.utils.deprecation import MiddlewareMixin
@@ -42,23 +41,3 @@ class RejectNulMiddleware(MiddlewareMixin):
             {"error": f"{where}: contains a NUL character (%00), which cannot be stored"},
             status=400,
         )
-
-
-class SyncChainMiddleware:
-    """Last in MIDDLEWARE: makes Django run the whole middleware chain and the (sync) views in
-    one worker thread per request under ASGI.
-
-    Every other middleware here can run sync or async; with the handler async, Django hops
-    into a thread and back for each one's process_request and process_response (about 16 hops
-    a request). Being sync-only and innermost, this one turns the whole chain sync: one hop.
-    Daphne's CPU per request halves (docs/benchmarks.md). No view of this project is async.
-    """
-
-    sync_capable = True
-    async_capable = False
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)

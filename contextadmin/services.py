@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Cast, Concat
-from pymongo.errors import PyMongoError
 from django.utils import timezone
+from pymongo.errors import PyMongoError
 
 from contextadmin import specs
 from contextadmin.models import (

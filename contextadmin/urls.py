@@ -7,15 +7,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("nested_admin/", include("nested_admin.urls")),
     path(
-        "api/workflows/<str:name>/context_variables.json",
-        views.workflow_context_variables,
-        name="workflow-context-variables",
-    ),
-    path(
         "schema/context_variables.schema.json",
         views.context_variables_schema,
         name="context-variables-schema",
     ),
+    # runs: the runtime API, the workflow export and the inspector
     path("", include("runs.urls")),
 ]
+handler500 = "runs.api.server_error"  # JSON for the API
 # Static files (admin, inspector) are served by ASGIStaticFilesHandler in contextadmin/asgi.py.

@@ -3,8 +3,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from runs import services
 from runs.models import ApiToken, Run
+from runs.services import tokens
 
 
 @admin.register(Run)
@@ -58,7 +58,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        token, secret = services.api_token_create(name=obj.name, workflow=obj.workflow)
+        token, secret = tokens.api_token_create(name=obj.name, workflow=obj.workflow)
         obj.pk, obj.prefix, obj.secret_hash, obj.created_at = (
             token.pk,
             token.prefix,
@@ -75,5 +75,5 @@ class ApiTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
         for token in queryset:
-            services.api_token_revoke(token=token)
+            tokens.api_token_revoke(token=token)
         self.message_user(request, f"Revoked {queryset.count()} token(s).")

@@ -1,161 +1,90 @@
-"""The runtime-facing HTTP API (DESIGN.md §6): thin views over services and selectors.
+"""The runtime-facing HTTP API (DESIGN.md §6) and the workflow export: thin views over
+services and selectors, behind Django's handler and middleware like every other request.
 
-``POST /api/runs/<run_id>/events/`` is the hot path of every run. Its whole pipeline is
-``events_post`` (plain arguments in, a ``Reply`` out), so it is served the same way by the
-Django view below and, under ASGI, by ``runs.events_http`` outside Django's
-request handler (``runs.routing``; docs/benchmarks.md).
+``POST /api/runs/<run_id>/events/`` is the hot path of every run over HTTP. It is an async
+view with one hop into a worker thread (authenticate, decode, ingest) and its broadcasts sent
+from the event loop; ``/ws/ingest/`` is the lower-latency path (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
 
-from runs import ratelimit, selectors, services
-from runs.errors import ApiError, BadRequest, Forbidden, RateLimited, TooLarge, Unauthorized
-from runs.models import ApiToken
+from contextadmin import selectors as definitions
+from runs import selectors
+from runs.auth import Caller, authenticate
+from runs.engine.format import ConfigError
+from runs.errors import ApiError, BadRequest, Conflict, NotFound, TooLarge, error_response
+from runs.errors import json_response as json_response
+from runs.services import ingest, lifecycle
+from runs.services.broadcast import broadcasts_collected, broadcasts_send
+from runs.services.tokens import token_check_workflow
 
-logger = logging.getLogger(__name__)
-
-
-def json_response(data: Any, *, status: int = 200) -> HttpResponse:
-    return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
-
-
-@dataclass(frozen=True)
-class Reply:
-    """An API answer before it is rendered, by Django (``http_response``) or plain ASGI."""
-
-    status: int
-    data: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def of_error(cls, exc: ApiError) -> Reply:
-        """The JSON 4xx for an ApiError, with Retry-After when it says when to come back."""
-        headers = {}
-        if "retry_after" in exc.extra:
-            headers["Retry-After"] = str(exc.extra["retry_after"])
-        return cls(exc.status, exc.as_dict(), headers)
-
-    def content(self) -> bytes:
-        return orjson.dumps(self.data)
-
-    def http_response(self) -> HttpResponse:
-        response = HttpResponse(self.content(), status=self.status, content_type="application/json")
-        for name, value in self.headers.items():
-            response[name] = value
-        return response
+View = Callable[..., tuple[int, Any]]
+SERVER_ERROR = "server error: retry (a batch with seq numbers is safe to retry)"
 
 
-@dataclass
-class Caller:
-    """Who is calling: a runtime with a token, or a staff user with a session."""
+class MethodNotAllowed(ApiError):
+    status = 405
 
-    token: ApiToken | None = None
-    staff: bool = False
+    def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(f"method {method} not allowed: use {' or '.join(allowed)}")
+        self.allowed = allowed
 
-
-def bearer_secret(header: str | None) -> str | None:
-    """Return the secret of an ``Authorization: Bearer <secret>`` header value."""
-    if not header:
-        return None
-    scheme, _, secret = header.strip().partition(" ")
-    return secret.strip() if scheme.lower() == "bearer" and secret.strip() else None
+    def headers(self) -> dict[str, str]:
+        return {"Allow": ", ".join(self.allowed)}
 
 
-def caller_authenticate(request: HttpRequest, *, allow_session: bool) -> Caller:
-    """Authenticate by bearer token, or (for reads) by a staff session."""
-    header = request.headers.get("Authorization")
-    if header:
-        return Caller(token=token_authenticate(authorization=header))
-    user = getattr(request, "user", None)
-    if allow_session and user is not None and user.is_authenticated:
-        if not user.is_staff:
-            raise Forbidden("staff access required")
-        return Caller(staff=True)
-    raise Unauthorized("Authorization: a Bearer token is required")
+def api_view(
+    *, methods: tuple[str, ...], session_allowed: bool = False
+) -> Callable[[View], Callable[..., HttpResponse]]:
+    """Wrap a view returning ``(status, data)``: check the method, authenticate, render the
+    data (bytes as they are, anything else as JSON) and every ApiError as its JSON 4xx."""
+    allowed = (*methods, "HEAD") if "GET" in methods else methods
 
-
-def token_authenticate(*, authorization: str | None) -> ApiToken:
-    """Return the live token of an ``Authorization`` header and take one request from its
-    rate budget; raise Unauthorized (401) or RateLimited (429)."""
-    if not authorization:
-        raise Unauthorized("Authorization: a Bearer token is required")
-    secret = bearer_secret(authorization)
-    token = services.api_token_authenticate(secret=secret) if secret else None
-    if token is None:
-        raise Unauthorized("Authorization: invalid or revoked token")
-    token_rate_check(token)
-    return token
-
-
-def token_rate_check(token: ApiToken) -> None:
-    """Take one request from the token's bucket; raise RateLimited (429) when it is empty."""
-    decision = ratelimit.request_allow(key=ratelimit.token_key(token))
-    if not decision.allowed:
-        raise RateLimited(
-            f"token: over its rate limit of {decision.limit} requests a minute "
-            f"(API_RATE_LIMIT_PER_MINUTE); retry after {decision.retry_after}s",
-            retry_after=decision.retry_after,
-        )
-
-
-def error_response(exc: ApiError) -> HttpResponse:
-    """Render an ApiError as JSON, with Retry-After when it says when to come back."""
-    return Reply.of_error(exc).http_response()
-
-
-def api_view(*, allow_session: bool) -> Callable[..., Callable[..., HttpResponse]]:
-    """Wrap a view: authenticate, turn ApiError into JSON 4xx, never a 500 for bad input."""
-
-    def decorate(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
+    def decorate(view: View) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             try:
-                caller = caller_authenticate(request, allow_session=allow_session)
+                if request.method not in allowed:
+                    raise MethodNotAllowed(str(request.method), allowed)
+                caller = authenticate(
+                    authorization=request.headers.get("Authorization"),
+                    user=getattr(request, "user", None),
+                    session_allowed=session_allowed,
+                )
                 status, data = view(request, caller, *args, **kwargs)
             except ApiError as exc:
                 return error_response(exc)
+            if isinstance(data, HttpResponse):
+                return data
             return json_response(data, status=status)
 
-        return wrapper
+        return csrf_exempt(wrapper)
 
     return decorate
 
 
+# -- request bodies ---------------------------------------------------------------------------
 def read_json_body(request: HttpRequest) -> dict[str, Any]:
     """Decode a JSON object body within the size limit, naming what is wrong."""
-    content_length_check(request.headers.get("Content-Length"))
-    content_type_check(request.content_type or "")
-    return body_decode(request.read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1))
-
-
-def content_length_check(length: str | None) -> None:
-    """Refuse a declared body over the limit (413) before any of it is read."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    length = request.headers.get("Content-Length")
     if length and length.isdigit() and int(length) > limit:
         raise TooLarge(f"body: {length} bytes, at most {limit}")
-
-
-def content_type_check(content_type: str) -> None:
-    """Refuse a body that is not JSON (415); no Content-Type at all is taken as JSON."""
+    content_type = request.content_type or ""
     if content_type and content_type != "application/json":
         raise BadRequest(f"Content-Type: expected application/json, got {content_type}", status=415)
-
-
-def body_decode(body: bytes) -> dict[str, Any]:
-    """Decode a body read with at most one byte over the limit: a JSON object, else 413/400."""
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    body = request.read(limit + 1)
     if len(body) > limit:
         raise TooLarge(f"body: more than {limit} bytes")
     data = json_decode(body, what="body")
@@ -195,21 +124,23 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
+def fields_check(body: dict[str, Any], *, allowed: set[str]) -> None:
+    """Refuse a body with a field the endpoint does not know, naming it."""
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise BadRequest(f"{unknown[0]}: unknown field (expected {', '.join(sorted(allowed))})")
+
+
+# -- runs -------------------------------------------------------------------------------------
 RUN_START_FIELDS = {"workflow", "enterprise_id", "run_id", "environment", "context"}
 
 
-@csrf_exempt
-@require_POST
-@api_view(allow_session=False)
+@api_view(methods=("POST",))
 def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]]:
     """POST /api/runs/ — start a run and return its initial state."""
     body = read_json_body(request)
-    unknown = sorted(set(body) - RUN_START_FIELDS)
-    if unknown:
-        raise BadRequest(
-            f"{unknown[0]}: unknown field (expected {', '.join(sorted(RUN_START_FIELDS))})"
-        )
-    started = services.run_start(
+    fields_check(body, allowed=RUN_START_FIELDS)
+    started = lifecycle.run_start(
         workflow_name=body.get("workflow"),  # type: ignore[arg-type]  (validated by the service)
         enterprise_id=body.get("enterprise_id"),  # type: ignore[arg-type]
         run_id=body.get("run_id"),
@@ -222,53 +153,77 @@ def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]
     return (201 if started.created else 200), {"run_id": run.pk, "state": state}
 
 
+@api_view(methods=("POST",))
+def events_post(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, dict[str, Any]]:
+    """Authenticate, decode and ingest one batch (in the request's thread: ``run_events``)."""
+    body = read_json_body(request)
+    fields_check(body, allowed={"events"})
+    if "events" not in body:
+        raise BadRequest("events: field required")
+    result = ingest.event_ingest(run_id=run_id, events=body["events"], token=caller.token)
+    return 200, {"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks}
+
+
+# Thread-sensitive, as Django runs sync views: the request's own worker thread (and its
+# database connection, closed at the request's end as for any view).
+_events_post_in_thread = sync_to_async(events_post)
+
+
 @csrf_exempt
-@require_POST
-def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
-    """POST /api/runs/<run_id>/events/ — append a batch of events (idempotent by seq)."""
-    return events_post(
-        run_id=run_id,
-        authorization=request.headers.get("Authorization"),
-        content_type=request.content_type or "",
-        content_length=request.headers.get("Content-Length"),
-        read_body=lambda: request.read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1),
-    ).http_response()
+async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
+    """POST /api/runs/<run_id>/events/ — append a batch of events (idempotent by seq).
 
-
-def events_post(
-    *,
-    run_id: str,
-    authorization: str | None,
-    content_type: str,
-    content_length: str | None,
-    read_body: Callable[[], bytes],
-) -> Reply:
-    """Authenticate, validate and ingest one ``POST /api/runs/<run_id>/events/``.
-
-    ``read_body`` returns the body (at most one byte over the limit); it is called only once
-    the token is good, so an unauthenticated caller never gets its body read.
+    One hop into the request's worker thread for the whole synchronous part; what it committed
+    is broadcast from the event loop before the answer (no hop back from the thread to send it).
     """
-    try:
-        token = token_authenticate(authorization=authorization)
-        content_length_check(content_length)
-        content_type_check(content_type)
-        body = body_decode(read_body())
-        unknown = sorted(set(body) - {"events"})
-        if unknown:
-            raise BadRequest(f"{unknown[0]}: unknown field (expected events)")
-        if "events" not in body:
-            raise BadRequest("events: field required")
-        result = services.event_ingest(run_id=run_id, events=body["events"], token=token)
-    except ApiError as exc:
-        return Reply.of_error(exc)
-    return Reply(200, {"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks})
+    with broadcasts_collected() as sends:
+        response: HttpResponse = await _events_post_in_thread(request, run_id)
+    await broadcasts_send(sends)
+    return response
 
 
-@require_GET
-@api_view(allow_session=True)
+@api_view(methods=("GET",), session_allowed=True)
 def run_state(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, dict[str, Any]]:
     """GET /api/runs/<run_id>/state/?at=<seq> — the state after seq events (latest without)."""
     run = selectors.run_get(run_id=run_id)
-    services.token_check_workflow(token=caller.token, workflow_name=run.workflow_name)
+    token_check_workflow(token=caller.token, workflow_name=run.workflow_name)
     seq = selectors.parse_seq(request.GET.get("at"))
     return 200, selectors.run_state_at(run=run, seq=seq).as_response(run)
+
+
+# -- the export (deployment pipelines, the admin's download buttons) ---------------------------
+@api_view(methods=("GET",), session_allowed=True)
+def workflow_context_variables(
+    request: HttpRequest, caller: Caller, name: str
+) -> tuple[int, HttpResponse]:
+    """GET /api/workflows/<name>/context_variables.json — the workflow's export, an attachment.
+
+    A token scoped to another workflow is refused before the name is looked up, so it learns
+    nothing about which workflows exist.
+    """
+    token_check_workflow(token=caller.token, workflow_name=name)
+    workflow = definitions.workflow_get(name=name)
+    if workflow is None:
+        raise NotFound(f"name: no workflow named {name!r}", field="name")
+    environment = request.GET.get("environment", "development")
+    try:
+        body = definitions.workflow_export(workflow=workflow, environment=environment)
+    except definitions.UnknownEnvironment as exc:
+        raise BadRequest(f"environment: {exc}", field="environment") from None
+    except ConfigError as exc:
+        raise Conflict(
+            f"the definitions of {name} break the format; fix them in the admin",
+            issues=[{"path": issue.path, "message": issue.message} for issue in exc.issues],
+        ) from None
+    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="context_variables.json"'
+    response["Cache-Control"] = "private, no-cache"
+    return 200, response
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: the API's callers get JSON (Django has logged the failure with its
+    traceback); pages get Django's own error page."""
+    if request.path.startswith("/api/"):
+        return json_response({"error": SERVER_ERROR}, status=500)
+    return defaults.server_error(request)

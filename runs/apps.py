@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+from runs.db import sqlite_wal_hold
 
 
 class RunsConfig(AppConfig):
@@ -6,8 +9,4 @@ class RunsConfig(AppConfig):
     verbose_name = "Runs"
 
     def ready(self) -> None:
-        from django.db.backends.signals import connection_created
-
-        from runs.db import sqlite_wal_hold
-
         connection_created.connect(sqlite_wal_hold, dispatch_uid="runs.db.sqlite_wal_hold")

@@ -1,31 +1,24 @@
-"""Database plumbing the ORM does not give: what the hot paths of ingest need to be fast.
+"""Database connections for ASGI, through public APIs only.
 
 - ``sqlite_wal_hold``: keep each SQLite file's WAL open for the process's life
   (connected to ``connection_created`` in ``RunsConfig.ready``);
-- ``run_events_insert``: a batch of events in one prepared INSERT on SQLite;
-- ``run_locked_get``, ``run_fields_save``, ``api_tokens_with_prefix``: the other queries of
-  every ingest as plain SQL (the ORM's query compilation cost 0.4-0.5 ms per query here);
-- ``kept_connection_sync_to_async``: run ORM code from async code in the thread pool, keeping
-  each pool thread's connection between calls.
+- ``pool_sync_to_async``: run ORM code from async code in the thread pool, keeping each pool
+  thread's database connection between calls.
 
-Each is measured in docs/benchmarks.md.
+Why each pays is in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import sqlite3
 import threading
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
 
-import orjson
-from asgiref.sync import SyncToAsync
-from django.db import connections, router
-from django.db.models import Model
-from django.utils import timezone
-
-from runs.models import ApiToken, Run, RunEvent
+from asgiref.sync import sync_to_async
+from django.db import connections
 
 logger = logging.getLogger(__name__)
 
@@ -69,150 +62,33 @@ def sqlite_wal_release() -> None:
         _wal_holders.clear()
 
 
-_RUN_EVENT_FIELDS = ("run", "seq", "type", "agent", "payload", "result", "received_at")
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits
-        return json.dumps(value)
-
-
-def run_events_insert(stored: list[RunEvent]) -> None:
-    """``RunEvent.objects.bulk_create(stored)``; on SQLite one prepared INSERT run per row.
-
-    Django's per-row, per-field preparation (datetime adaptation, stdlib JSON) was half the
-    cost of a 100-event batch; the rows are the same: JSON text, one received_at per batch.
-    """
-    connection = connections[router.db_for_write(RunEvent)]
-    if connection.vendor != "sqlite" or not stored:
-        RunEvent.objects.bulk_create(stored)
-        return
-    now = timezone.now()
-    received_at = connection.ops.adapt_datetimefield_value(now)
-    meta = RunEvent._meta
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(meta.get_field(name).column) for name in _RUN_EVENT_FIELDS)
-    placeholders = ", ".join(["%s"] * len(_RUN_EVENT_FIELDS))
-    rows = []
-    for event in stored:
-        event.received_at = now
-        payload, result = _json_text(event.payload), _json_text(event.result)
-        rows.append(
-            (event.run_id, event.seq, event.type, event.agent, payload, result, received_at)
-        )
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})",  # noqa: S608
-            rows,
-        )
-
-
-# -- the other queries of every ingest, without the ORM's per-query compilation ---------------
-# Each is the ORM call in its docstring, on any database; the models' fields adapt the values.
-def run_locked_get(*, run_id: str, deferred: tuple[str, ...]) -> Run | None:
-    """``Run.objects.select_for_update().defer(*deferred).filter(pk=run_id).first()``: the
-    run's row, locked until the transaction ends (SQLite: the IMMEDIATE transaction's lock)."""
-    connection = connections[router.db_for_write(Run)]
-    meta = Run._meta
-    quote = connection.ops.quote_name
-    fields = tuple(f for f in meta.concrete_fields if f.name not in deferred)
-    columns = ", ".join(quote(f.column) for f in fields)
-    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s"  # noqa: S608
-    if connection.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    found = _models_from_rows(Run, connection=connection, fields=fields, sql=sql, params=[run_id])
-    return found[0] if found else None
-
-
-def run_fields_save(run: Run, *, fields: tuple[str, ...]) -> None:
-    """``run.save(update_fields=fields)`` (Run has no save signals or overrides)."""
-    connection = connections[router.db_for_write(Run)]
-    meta = Run._meta
-    quote = connection.ops.quote_name
-    model_fields = [meta.get_field(name) for name in fields]
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in model_fields)  # type: ignore[union-attr]
-    values = [
-        f.get_db_prep_save(getattr(run, f.attname), connection)  # type: ignore[union-attr]
-        for f in model_fields
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {quote(meta.db_table)} SET {assignments} "  # noqa: S608
-            f"WHERE {quote(meta.pk.column)} = %s",
-            [*values, run.pk],
-        )
-
-
-def api_tokens_with_prefix(prefix: str) -> list[ApiToken]:
-    """``list(ApiToken.objects.filter(prefix=prefix))`` (the workflow loads when used)."""
-    connection = connections[router.db_for_read(ApiToken)]
-    meta = ApiToken._meta
-    quote = connection.ops.quote_name
-    fields = tuple(meta.concrete_fields)
-    columns = ", ".join(quote(f.column) for f in fields)
-    prefix_column = quote(meta.get_field("prefix").column)
-    sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {prefix_column} = %s"  # noqa: S608
-    return _models_from_rows(
-        ApiToken, connection=connection, fields=fields, sql=sql, params=[prefix]
-    )
-
-
-_Model = TypeVar("_Model", bound=Model)
-
-
-def _models_from_rows(
-    model: type[_Model], *, connection: Any, fields: tuple[Any, ...], sql: str, params: list[Any]
-) -> list[_Model]:
-    """``model.objects.raw(sql, params)`` for a query that selects ``fields``' columns in order:
-    the rows go through each field's database converters into ``model.from_db``, as the ORM
-    does, without ``RawQuerySet``'s per-query column mapping (0.1 ms a query here)."""
-    converters = []  # as SQLCompiler.get_converters: the backend's, then the field's own
-    for index, field in enumerate(fields):
-        column = field.get_col(model._meta.db_table)
-        found = [*connection.ops.get_db_converters(column), *column.get_db_converters(connection)]
-        if found:
-            converters.append((index, column, found))
-    attnames = [field.attname for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    instances = []
-    for row in rows:
-        values = list(row)
-        for index, column, field_converters in converters:
-            for converter in field_converters:
-                values[index] = converter(values[index], column, connection)
-        instances.append(model.from_db(connection.alias, attnames, values))
-    return instances
-
-
 # -- kept connections for the hot paths -----------------------------------------------------
-class KeptConnectionSyncToAsync(SyncToAsync):
-    """``database_sync_to_async`` for the ingest paths: runs in the thread pool (not the one
-    thread-sensitive thread) and keeps each pool thread's database connections between calls.
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
-    channels' version applies Django's request-end rules before and after every call; with
-    ``CONN_MAX_AGE = 0`` (the SQLite default here) that closes the connection every time, and
-    a new SQLite connection costs 0.6 ms. Here a connection with ``CONN_MAX_AGE = 0`` is kept
-    for the thread's life unless it is left in a transaction or broken; with any other
-    ``CONN_MAX_AGE`` (PostgreSQL: 60 s with health checks) Django's own rules apply. The pool
-    has a few threads, so at most that many connections are kept.
+
+def pool_sync_to_async(func: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
+    """``sync_to_async(func, thread_sensitive=False)`` that keeps each pool thread's database
+    connections between calls.
+
+    For the ingest paths: in the thread pool, not the one thread-sensitive thread (channels
+    dispatches every frame through it), and without channels' ``database_sync_to_async`` rule
+    of applying the request-end checks around every call: with ``CONN_MAX_AGE = 0`` (SQLite
+    here) that closes the connection each time, and a new one costs 0.6 ms. Here such a
+    connection is kept for the thread's life unless it is left in a transaction or broken;
+    with any other ``CONN_MAX_AGE`` (PostgreSQL: 60 s, health checks) Django's own rules
+    apply. The pool has a few threads, so at most that many connections are kept.
     """
 
-    def __init__(self, func: Any) -> None:
-        super().__init__(func, thread_sensitive=False)
-
-    def thread_handler(self, loop: Any, *args: Any, **kwargs: Any) -> Any:
+    @functools.wraps(func)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         _kept_connections_check()
         try:
-            return super().thread_handler(loop, *args, **kwargs)
+            return func(*args, **kwargs)
         finally:
             _kept_connections_check()
 
-
-kept_connection_sync_to_async = KeptConnectionSyncToAsync
+    return sync_to_async(call, thread_sensitive=False)
 
 
 def _kept_connections_check() -> None:

@@ -1,8 +1,14 @@
-"""Errors a caller can fix: each carries its HTTP status and a message naming the field."""
+"""Errors a caller can fix, each with its HTTP status and a message naming the field, and the
+one renderer that turns them into JSON responses (with every header they carry)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
+from django.http import HttpResponse
+
+AUTHENTICATE_CHALLENGE = 'Bearer realm="contextadmin"'
 
 
 class ApiError(Exception):
@@ -20,6 +26,12 @@ class ApiError(Exception):
     def as_dict(self) -> dict[str, Any]:
         return {"error": self.message, **self.extra}
 
+    def headers(self) -> dict[str, str]:
+        """The response headers this error calls for: Retry-After when it says when to retry."""
+        if "retry_after" in self.extra:
+            return {"Retry-After": str(self.extra["retry_after"])}
+        return {}
+
 
 class BadRequest(ApiError):
     status = 400
@@ -27,6 +39,9 @@ class BadRequest(ApiError):
 
 class Unauthorized(ApiError):
     status = 401
+
+    def headers(self) -> dict[str, str]:
+        return {**super().headers(), "WWW-Authenticate": AUTHENTICATE_CHALLENGE}
 
 
 class Forbidden(ApiError):
@@ -47,3 +62,16 @@ class TooLarge(ApiError):
 
 class RateLimited(ApiError):
     status = 429
+
+
+def json_response(data: Any, *, status: int = 200) -> HttpResponse:
+    """Serialize once with orjson (fast, and it refuses NaN)."""
+    return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
+
+
+def error_response(exc: ApiError) -> HttpResponse:
+    """Render an ApiError as its JSON 4xx, with every header it carries (Retry-After, ...)."""
+    response = json_response(exc.as_dict(), status=exc.status)
+    for name, value in exc.headers().items():
+        response[name] = value
+    return response

@@ -1,17 +1,28 @@
-"""Reads for runs: state at any seq (replay from the nearest snapshot), the log, summaries."""
+"""Reads for runs: state at any seq (replay from the nearest snapshot), the log and its wire
+messages, summaries. Nothing here writes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.db.models import QuerySet
 
-from runs.engine import RunState
+from runs.engine import RunState, event_sender, handoffs_readiness
+from runs.engine.format import ContextVariablesFile
+from runs.engine.state import NAMESPACES
 from runs.errors import BadRequest, NotFound
 from runs.models import Run, RunEvent, RunSnapshot
+from runs.services.caches import run_config
 
-STATE_NAMESPACES = ("context", "nodes", "execution")
+CATCH_UP_CHUNK = 500
+
+
+def json_text(data: Any) -> str:
+    """Serialize once for the wire (orjson: fast, and it refuses NaN)."""
+    return orjson.dumps(data).decode()
 
 
 def run_get(*, run_id: str) -> Run:
@@ -33,6 +44,11 @@ def parse_seq(raw: str | None, *, name: str = "at") -> int | None:
     return int(raw)
 
 
+def handoffs_now(config: ContextVariablesFile, context: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each hand-off rule with whether it holds in this context (the engine decides)."""
+    return handoffs_readiness(config, context) if config.handoffs else []
+
+
 @dataclass
 class StateAt:
     seq: int
@@ -41,9 +57,10 @@ class StateAt:
     def as_response(self, run: Run) -> dict[str, Any]:
         return {
             "seq": self.seq,
-            "state": {k: self.state[k] for k in STATE_NAMESPACES},
+            "state": {k: self.state[k] for k in NAMESPACES},
             "provenance": run.provenance,
             "flips": self.state.get("flips", []),
+            "handoffs": handoffs_now(run_config(run), self.state["context"]),
         }
 
 
@@ -51,26 +68,68 @@ def run_state_at(*, run: Run, seq: int | None = None) -> StateAt:
     """Return the state after ``seq`` events (latest when None), replayed from the log."""
     if seq is None or seq == run.last_seq:
         return StateAt(seq=run.last_seq, state=run.state)
+    return StateAt(seq=seq, state=_state_replayed(run=run, seq=seq).to_dict())
+
+
+def _state_replayed(*, run: Run, seq: int) -> RunState:
+    """The run's state after ``seq`` events: its nearest snapshot, then the log after it."""
     if seq > run.last_seq:
         raise BadRequest(f"at: the run has {run.last_seq} events, got at={seq}")
+    if seq == run.last_seq:
+        return RunState.from_dict(run_config(run), run.state)
     snapshot = RunSnapshot.objects.filter(run=run, seq__lte=seq).order_by("-seq").first()
     if snapshot is None:  # runs always have one at seq 0; be robust anyway
         raise NotFound(f"run {run.pk} has no snapshot to replay from")
-    from runs.services import run_config
-
     state = RunState.from_dict(run_config(run), snapshot.state)
     payloads = RunEvent.objects.filter(run=run, seq__gt=snapshot.seq, seq__lte=seq).order_by("seq")
     for payload in payloads.values_list("payload", flat=True).iterator(chunk_size=500):
         state.apply(payload)
-    return StateAt(seq=seq, state=state.to_dict())
+    return state
 
 
-def run_event_messages(*, run_id: str, after: int, limit: int = 500) -> list[tuple[int, str]]:
-    """Return the wire messages of the events after ``after``, in order (for catch-up)."""
-    from runs.services import _event_message
+def event_message(
+    *,
+    seq: int,
+    event: Mapping[str, Any],
+    result: Mapping[str, Any],
+    handoffs: list[dict[str, Any]],
+) -> str:
+    """The inspector's wire message for one stored event (live and catch-up alike)."""
+    return json_text(
+        {
+            "type": "event",
+            "seq": seq,
+            "event": event,
+            "agent": event_sender(event),
+            "flips": result.get("flips", []),
+            "changes": result.get("changes", {}),
+            "handoffs": handoffs,
+        }
+    )
 
-    events = RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit]
-    return [(event.seq, _event_message(event)) for event in events]
+
+def run_event_messages(
+    *, run_id: str, after: int, limit: int = CATCH_UP_CHUNK
+) -> list[tuple[int, str]]:
+    """Return the wire messages of the events after ``after``, in order (for catch-up).
+
+    Each message carries the hand-off readiness after its event, so the log is replayed from
+    the state at ``after``: the same messages the live broadcast sent.
+    """
+    events = list(RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit])
+    if not events:
+        return []
+    run = run_get(run_id=run_id)
+    config = run_config(run)
+    state = _state_replayed(run=run, seq=after)
+    messages = []
+    for event in events:
+        state.apply(event.payload)
+        handoffs = handoffs_now(config, state.context)
+        text = event_message(seq=event.seq, event=event.payload, result=event.result,
+                             handoffs=handoffs)
+        messages.append((event.seq, text))
+    return messages
 
 
 def run_summary(*, run: Run) -> dict[str, Any]:

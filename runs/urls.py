@@ -6,6 +6,11 @@ urlpatterns = [
     path("api/runs/", api.run_start, name="api-run-start"),
     path("api/runs/<str:run_id>/events/", api.run_events, name="api-run-events"),
     path("api/runs/<str:run_id>/state/", api.run_state, name="api-run-state"),
+    path(
+        "api/workflows/<str:name>/context_variables.json",
+        api.workflow_context_variables,
+        name="workflow-context-variables",
+    ),
     # the inspector (staff sessions)
     path("runs/", views.run_list, name="runs-list"),
     path("runs/<str:run_id>/", views.run_detail, name="runs-detail"),

@@ -15,8 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from contextadmin.selectors import workflow_config, workflow_get
-from runs import selectors, services
-from runs.api import json_response
+from runs import selectors
 from runs.engine import (
     EVENT_TYPES,
     build_context,
@@ -29,8 +28,17 @@ from runs.engine.format import CATEGORIES, ENVIRONMENTS, ConfigError, ContextVar
 from runs.engine.loader import BASE_FLAGS, NO_MONGO_REASON
 from runs.engine.mongo import database_source
 from runs.engine.state import NAMESPACES
-from runs.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
+from runs.errors import (
+    ApiError,
+    BadRequest,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+    error_response,
+    json_response,
+)
 from runs.models import Run
+from runs.services.caches import mongo_client_get
 
 TEMPLATE_MAX_CHARS = 4000
 ENTERPRISE_ID_MAX_CHARS = 200
@@ -61,7 +69,7 @@ def staff_json(view: Callable[..., dict[str, Any]]) -> Callable[..., HttpRespons
                 raise Forbidden("session: staff access required")
             return json_response(view(request, *args, **kwargs))
         except ApiError as exc:
-            return json_response(exc.as_dict(), status=exc.status)
+            return error_response(exc)
 
     return require_safe(wrapper)
 
@@ -314,7 +322,7 @@ def workflow_fetch(request: HttpRequest, name: str) -> dict[str, Any]:
     variable = next((v for v in section.database_variables if v.name == variable_name), None)
     if variable is None:
         raise BadRequest(f"variable: {variable_name[:64]!r} is not a database variable of {name}")
-    mongo = services.mongo_client_get()
+    mongo = mongo_client_get()
     if mongo is None:
         database, collection, _, field = database_source(
             variable, default_database=section.database_name

@@ -10,8 +10,9 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from contextadmin.asgi import application
-from runs import services
 from runs.models import RunEvent
+from runs.services import ingest as ingest_service
+from runs.services import lifecycle, tokens
 from tests.support.demo import demo_config, demo_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -21,8 +22,8 @@ def _setup() -> tuple[str, str]:
     from contextadmin.services import workflow_import
 
     workflow_import(name="Generator", data=demo_config())
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
-    return run.pk, services.api_token_create(name="rt")[1]
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    return run.pk, tokens.api_token_create(name="rt")[1]
 
 
 def _events(count: int) -> list[dict]:
@@ -33,13 +34,13 @@ def _events(count: int) -> list[dict]:
 async def test_pipelined_events_are_committed_in_batches_and_acked_one_by_one(monkeypatch):
     run_id, secret = await sync_to_async(_setup)()
     sizes: list[int] = []
-    original = services.event_ingest
+    original = ingest_service.event_ingest
 
     def recording(**kwargs):
         sizes.append(len(kwargs["events"]))
         return original(**kwargs)
 
-    monkeypatch.setattr(services, "event_ingest", recording)
+    monkeypatch.setattr(ingest_service, "event_ingest", recording)
     ingest = WebsocketCommunicator(application, f"/ws/ingest/{run_id}/?token={secret}")
     assert (await ingest.connect())[0]
     events = _events(200)

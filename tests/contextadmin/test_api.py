@@ -78,7 +78,7 @@ def test_non_staff_is_403(client: Client, generator: Workflow) -> None:
     client.force_login(user)
     response = client.get(url("Generator"))
     assert response.status_code == 403
-    assert response.json()["error"].startswith("forbidden")
+    assert response.json()["error"].startswith("session: staff")
 
 
 @pytest.mark.django_db

@@ -13,8 +13,8 @@ LAYER_OF = "from django.conf import settings; print(settings.CHANNEL_LAYERS['def
 @pytest.mark.parametrize(
     ("choice", "backend"),
     [
-        (None, "contextadmin.channel_layers.BoundedRedisPubSubChannelLayer"),
-        ("pubsub", "contextadmin.channel_layers.BoundedRedisPubSubChannelLayer"),
+        (None, "channels_redis.pubsub.RedisPubSubChannelLayer"),
+        ("pubsub", "channels_redis.pubsub.RedisPubSubChannelLayer"),
         ("lists", "channels_redis.core.RedisChannelLayer"),
     ],
 )

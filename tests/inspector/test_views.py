@@ -22,10 +22,10 @@ def generator(db):
 
 @pytest.fixture
 def run(generator):
-    from runs import services
+    from runs.services import ingest, lifecycle
 
-    started = services.run_start(workflow_name="Generator", enterprise_id="acme")
-    services.event_ingest(run_id=started.run.pk, events=demo_events())
+    started = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme")
+    ingest.event_ingest(run_id=started.run.pk, events=demo_events())
     started.run.refresh_from_db()
     return started.run
 
@@ -162,7 +162,7 @@ def test_resolve_unknown_run_and_wrong_method(staff, run):
 
 
 def test_resolve_ignores_bearer_tokens_without_a_staff_session(client, run):
-    from runs.services import api_token_create
+    from runs.services.tokens import api_token_create
 
     _, secret = api_token_create(name="rt")
     response = client.get(resolve_url(run, template="x"), HTTP_AUTHORIZATION=f"Bearer {secret}")
@@ -293,9 +293,9 @@ def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expec
 
 
 def test_run_page_passes_the_pinned_hand_off_rules_and_has_the_graph(staff, routed):
-    from runs import services
+    from runs.services import lifecycle
 
-    started = services.run_start(workflow_name="Routed", enterprise_id="acme")
+    started = lifecycle.run_start(workflow_name="Routed", enterprise_id="acme")
     response = staff.get(f"/runs/{started.run.pk}/")
     assert [
         (rule["source_agent"], rule["target_agent"], rule["condition"])

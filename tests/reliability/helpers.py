@@ -184,9 +184,11 @@ def varied_events(count: int, *, start: int = 1) -> list[dict[str, Any]]:
     for i in range(start, start + count):
         kind = i % 5
         if kind == 0:
-            events.append({"type": "context_set", "name": "max_items", "value": i})
+            events.append({"type": "context_set", "name": "concept_overview", "value": f"plan {i}"})
         elif kind == 1:
-            events.append({"type": "context_set", "name": "product_tier", "value": f"tier-{i}"})
+            events.append(
+                {"type": "context_set", "name": "concept_overview", "value": f"overview-{i}"}
+            )
         elif kind == 2:
             text = "NEXT" if i % 50 == 2 else f"turn {i}"
             events.append({"type": "agent_text", "agent": "InterviewAgent", "text": text})

@@ -20,7 +20,7 @@ def seed() -> None:
     from django.test import Client
 
     from contextadmin.services import workflow_import
-    from runs.services import api_token_create
+    from runs.services.tokens import api_token_create
 
     call_command("migrate", verbosity=0, interactive=False)
     workflow_import(name="Generator", data=DEMO.read_bytes())
@@ -36,7 +36,7 @@ def seed() -> None:
 def dump(run_id: str) -> None:
     from runs.engine import RunState
     from runs.models import Run, RunEvent, RunSnapshot
-    from runs.services import run_config
+    from runs.services.caches import run_config
 
     run = Run.objects.get(pk=run_id)
     events = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))

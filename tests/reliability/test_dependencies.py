@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextadmin.asgi import application
-from runs import services
+from runs.services import caches, tokens
 from tests.reliability.helpers import (
     Inspector,
     RecordingReporter,
@@ -89,7 +89,7 @@ def test_run_starts_within_the_mongodb_timeout_with_unresolved_database_variable
     settings.MONGODB_URI = uri
     settings.MONGODB_TIMEOUT_MS = TIMEOUT_MS
     workflow_import(name="Generator", data=demo_config())
-    _, secret = services.api_token_create(name="rt")
+    _, secret = tokens.api_token_create(name="rt")
     session = _staff_session()
     try:
         started = time.monotonic()
@@ -101,7 +101,7 @@ def test_run_starts_within_the_mongodb_timeout_with_unresolved_database_variable
         )
         elapsed = time.monotonic() - started
     finally:
-        mongo_client = services._mongo_clients.pop(uri, None)
+        mongo_client = caches.mongo_client_forget()
         if mongo_client is not None:
             mongo_client.close()
     assert response.status_code == 201, response.content
@@ -192,7 +192,7 @@ def test_a_redis_that_never_answers_holds_ingest_at_most_the_broadcast_timeout(
     """A Redis host that drops packets (no refusal) would hold each broadcast for the client's
     socket timeouts (tens of seconds) while the request waits. Broadcasts are bounded
     (``BROADCAST_TIMEOUT_S``) and pause after a failure, so ingest keeps answering promptly."""
-    from runs.services import BROADCAST_TIMEOUT_S
+    from runs.services.broadcast import BROADCAST_TIMEOUT_S
 
     stack = sqlite_stack
     server = stack.start_daphne(REDIS_URL=f"redis://127.0.0.1:{silent_port}/0")

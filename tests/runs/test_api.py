@@ -181,7 +181,7 @@ def test_run_status_events_end_the_run(api: Api):
 
 # -- authorization ---------------------------------------------------------------------------
 def test_requests_without_a_valid_token_are_refused(client, generator, token_secret):
-    from runs.services import api_token_create, api_token_revoke
+    from runs.services.tokens import api_token_create, api_token_revoke
 
     body = {"workflow": "Generator", "enterprise_id": "acme"}
     assert Api(client, None).post("/api/runs/", body).status_code == 401
@@ -197,7 +197,7 @@ def test_requests_without_a_valid_token_are_refused(client, generator, token_sec
 
 def test_a_token_scoped_to_another_workflow_gets_403(client, generator, api: Api):
     from contextadmin.models import Workflow
-    from runs.services import api_token_create
+    from runs.services.tokens import api_token_create
 
     other = Workflow.objects.create(name="Other")
     _, scoped = api_token_create(name="scoped", workflow=other)
@@ -368,20 +368,20 @@ def test_unknown_run_is_404_and_wrong_content_type_415_and_huge_body_413(api: Ap
 
 def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypatch):
     """Two starts race past the existence check: the loser answers like a retry, not a 500."""
-    from runs import services
+    from runs.services import lifecycle
 
-    real_config = services.workflow_config
+    real_config = lifecycle.workflow_config
     raced = []
 
     def config_after_a_competing_start(*, workflow):
         if not raced:
             raced.append(None)  # the competing start below must not race again
-            raced[0] = services.run_start(
+            raced[0] = lifecycle.run_start(
                 workflow_name="Generator", enterprise_id="acme", run_id="race"
             )
         return real_config(workflow=workflow)
 
-    monkeypatch.setattr(services, "workflow_config", config_after_a_competing_start)
+    monkeypatch.setattr(lifecycle, "workflow_config", config_after_a_competing_start)
     response = api.post(
         "/api/runs/", {"workflow": "Generator", "enterprise_id": "acme", "run_id": "race"}
     )

@@ -9,8 +9,8 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from contextadmin.asgi import application
-from runs import services
 from runs.models import RunEvent
+from runs.services import ingest, lifecycle, tokens
 from tests.support.demo import demo_config, demo_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -28,8 +28,8 @@ def _setup(*, staff: bool = True):
     user = get_user_model().objects.create_user("op", password="pw-12345678", is_staff=staff)
     client = Client()
     client.force_login(user)
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
-    _, secret = services.api_token_create(name="rt")
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    _, secret = tokens.api_token_create(name="rt")
     return client.cookies["sessionid"].value, run.pk, secret
 
 
@@ -40,8 +40,8 @@ def inspector(path: str, session: str | None, *, origin: bool = True) -> Websock
     return WebsocketCommunicator(application, path, headers=headers)
 
 
-async def post(run_id: str, events: list[dict]) -> services.IngestResult:
-    return await sync_to_async(services.event_ingest)(run_id=run_id, events=events)
+async def post(run_id: str, events: list[dict]) -> ingest.IngestResult:
+    return await sync_to_async(ingest.event_ingest)(run_id=run_id, events=events)
 
 
 async def receive(comm: WebsocketCommunicator) -> dict:
@@ -93,12 +93,12 @@ async def test_a_dropped_group_message_is_refilled_from_the_log():
     await comm.connect()
     await receive(comm)
     # Store two events without broadcasting them (the layer "lost" them), then a third live one.
-    original = services._broadcast_events
-    services._broadcast_events = lambda run, messages: None
+    original = ingest.run_events_broadcast
+    ingest.run_events_broadcast = lambda run, messages: None
     try:
         await post(run_id, demo_events()[:2])
     finally:
-        services._broadcast_events = original
+        ingest.run_events_broadcast = original
     await post(run_id, demo_events()[2:3])
     assert [(await receive(comm))["seq"] for _ in range(3)] == [1, 2, 3]
     assert await comm.receive_nothing(timeout=0.2)
@@ -109,7 +109,7 @@ async def test_run_list_socket_announces_starts_and_status_changes():
     session, _, _ = await sync_to_async(_setup)()
     comm = inspector("/ws/runs/", session)
     assert (await comm.connect())[0]
-    started = await sync_to_async(services.run_start)(
+    started = await sync_to_async(lifecycle.run_start)(
         workflow_name="Generator", enterprise_id="globex"
     )
     message = await receive(comm)

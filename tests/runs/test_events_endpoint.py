@@ -1,5 +1,5 @@
-"""``POST /api/runs/<run_id>/events/`` under ASGI: the fast path (runs.events_http) answers
-exactly as Django's view does, and every request Django would treat specially goes to Django."""
+"""``POST /api/runs/<run_id>/events/`` under ASGI, through Django's handler and middleware: an
+async view with one hop into the request's thread, its broadcasts sent from the event loop."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from asgiref.sync import sync_to_async
 from channels.testing import HttpCommunicator, WebsocketCommunicator
 from django.db import connection, transaction
 
-from contextadmin.asgi import application, django_asgi_app
-from runs import services
-from runs.db import kept_connection_sync_to_async
-from runs.models import Run, RunEvent
-from runs.routing import events_run_id
+from contextadmin.asgi import application
+from runs.db import pool_sync_to_async
+from runs.models import RunEvent
+from runs.services import broadcast, ingest, lifecycle, tokens
 from tests.support.demo import demo_config
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -30,17 +29,17 @@ def _setup() -> str:
 
     workflow_import(name="Generator", data=demo_config())
     workflow_import(name="Other", data=demo_config())
-    return services.api_token_create(name="rt")[1]
+    return tokens.api_token_create(name="rt")[1]
 
 
 def _scoped_token() -> str:
     from contextadmin.models import Workflow
 
-    return services.api_token_create(name="other", workflow=Workflow.objects.get(name="Other"))[1]
+    return tokens.api_token_create(name="other", workflow=Workflow.objects.get(name="Other"))[1]
 
 
 def _run(run_id: str) -> None:
-    services.run_start(workflow_name="Generator", enterprise_id="acme", run_id=run_id)
+    lifecycle.run_start(workflow_name="Generator", enterprise_id="acme", run_id=run_id)
 
 
 async def call(
@@ -71,97 +70,88 @@ def batch(*seqs: int, text: str = "hello") -> bytes:
     return json.dumps({"events": [{**EVENT, "seq": seq, "text": text} for seq in seqs]}).encode()
 
 
-# (name, body, token: "good" | "bad" | "none" | "scoped", content type, run exists)
+# (name, body, token: "good" | "bad" | "none" | "scoped", content type, run exists, status)
 CASES = [
-    ("a batch is stored", batch(1, 2), "good", JSON, True),
+    ("a batch is stored", batch(1, 2), "good", JSON, True, 200),
     (
         "an event without seq gets the next",
         json.dumps({"events": [EVENT]}).encode(),
         "good",
         JSON,
         True,
+        200,
     ),
-    ("charset in the content type", batch(1), "good", "application/json; charset=utf-8", True),
-    ("no content type is JSON", batch(1), "good", "", True),
-    ("a gap is 409", batch(3), "good", JSON, True),
-    ("no token is 401", batch(1), "none", JSON, True),
-    ("a wrong token is 401", batch(1), "bad", JSON, True),
-    ("a token of another workflow is 403", batch(1), "scoped", JSON, True),
-    ("a form body is 415", b"events=1", "good", "application/x-www-form-urlencoded", True),
-    ("broken JSON is 400", b'{"events": [', "good", JSON, True),
-    ("a JSON array is 400", b"[]", "good", JSON, True),
-    ("an unknown field is 400", b'{"events": [], "x": 1}', "good", JSON, True),
-    ("no events field is 400", b"{}", "good", JSON, True),
+    ("charset in the content type", batch(1), "good", "application/json; charset=utf-8", True, 200),
+    ("no content type is JSON", batch(1), "good", "", True, 200),
+    ("a gap is 409", batch(3), "good", JSON, True, 409),
+    ("no token is 401", batch(1), "none", JSON, True, 401),
+    ("a wrong token is 401", batch(1), "bad", JSON, True, 401),
+    ("a token of another workflow is 403", batch(1), "scoped", JSON, True, 403),
+    ("a form body is 415", b"events=1", "good", "application/x-www-form-urlencoded", True, 415),
+    ("broken JSON is 400", b'{"events": [', "good", JSON, True, 400),
+    ("a JSON array is 400", b"[]", "good", JSON, True, 400),
+    ("an unknown field is 400", b'{"events": [], "x": 1}', "good", JSON, True, 400),
+    ("no events field is 400", b"{}", "good", JSON, True, 400),
     (
         "a NUL in a text is 400",
         b'{"events": [{"type": "agent_text", "text": "\\u0000"}]}',
         "good",
         JSON,
         True,
+        400,
     ),
-    ("a bad event names its field", b'{"events": [{"type": "nope"}]}', "good", JSON, True),
-    ("an unknown run is 404", batch(1), "good", JSON, False),
+    ("a bad event names its field", b'{"events": [{"type": "nope"}]}', "good", JSON, True, 400),
+    ("an unknown run is 404", batch(1), "good", JSON, False, 404),
 ]
 
 
 @pytest.mark.parametrize(
-    ("name", "body", "who", "content_type", "exists"), CASES, ids=[c[0] for c in CASES]
+    ("name", "body", "who", "content_type", "exists", "status"), CASES, ids=[c[0] for c in CASES]
 )
-async def test_the_fast_path_answers_as_django_does(name, body, who, content_type, exists):
+async def test_answers_with_the_middleware_s_headers(name, body, who, content_type, exists, status):
     secret = await sync_to_async(_setup)()
     secrets = {"good": secret, "bad": "ca_0000aaaa_" + "x" * 40, "none": None}
     secrets["scoped"] = await sync_to_async(_scoped_token)()
-    answers = {}
-    for label, app in (("fast", application), ("django", django_asgi_app)):
-        run_id = "run-1" if exists else "nope"
-        if exists:
-            await sync_to_async(_run)(run_id)
-        path = f"/api/runs/{run_id}/events/"
-        assert (
-            events_run_id({"method": "POST", "path": path, "headers": [(b"host", b"testserver")]})
-            is not None
-        )
-        response = await call(app, path, body, secret=secrets[who], content_type=content_type)
-        stored = await sync_to_async(
-            lambda: sorted(RunEvent.objects.values_list("seq", flat=True))
-        )()
-        answers[label] = (
-            response["status"],
-            json.loads(response["body"]),
-            _headers(response),
-            stored,
-        )
-        await sync_to_async(lambda: (RunEvent.objects.all().delete(), Run.objects.all().delete()))()
-    fast, django = answers["fast"], answers["django"]
-    assert fast[0] == django[0], (fast, django)
-    assert fast[1] == django[1]
-    assert fast[3] == django[3]  # the same events stored (or none)
-    assert fast[2] == django[2]  # the same headers: content type and length, security headers
-    if fast[0] >= 400:
-        assert fast[1]["error"] and fast[3] == []
+    run_id = "run-1" if exists else "nope"
+    if exists:
+        await sync_to_async(_run)(run_id)
+    response = await call(
+        application, f"/api/runs/{run_id}/events/", body, secret=secrets[who],
+        content_type=content_type,
+    )
+    stored = await sync_to_async(lambda: sorted(RunEvent.objects.values_list("seq", flat=True)))()
+    answer = json.loads(response["body"])
+    headers = _headers(response)
+    assert response["status"] == status, answer
+    assert headers["content-type"] == JSON
+    # Django's middleware ran: SecurityMiddleware's and XFrameOptionsMiddleware's headers.
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    if status >= 400:
+        assert answer["error"] and stored == []
+    else:
+        assert answer["last_seq"] == len(stored) and stored
 
 
-async def test_a_body_over_the_limit_is_413_on_both_paths(settings):
+async def test_a_body_over_the_limit_is_413(settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
     secret = await sync_to_async(_setup)()
     await sync_to_async(_run)("run-1")
     body = batch(1, text="y" * 2_000)
-    for app in (application, django_asgi_app):
-        response = await call(app, "/api/runs/run-1/events/", body, secret=secret)
-        assert response["status"] == 413
-        assert json.loads(response["body"])["error"] == f"body: {len(body)} bytes, at most 1000"
+    response = await call(application, "/api/runs/run-1/events/", body, secret=secret)
+    assert response["status"] == 413
+    assert json.loads(response["body"])["error"] == f"body: {len(body)} bytes, at most 1000"
     # Without a Content-Length the body is read up to one byte over the limit, then refused.
-    for app in (application, django_asgi_app):
-        communicator = HttpCommunicator(
-            app,
-            "POST",
-            "/api/runs/run-1/events/",
-            body=body,
-            headers=[(b"host", b"testserver"), (b"authorization", f"Bearer {secret}".encode())],
-        )
-        response = await communicator.get_response(timeout=10)
-        assert response["status"] == 413
-        assert json.loads(response["body"])["error"] == "body: more than 1000 bytes"
+    communicator = HttpCommunicator(
+        application,
+        "POST",
+        "/api/runs/run-1/events/",
+        body=body,
+        headers=[(b"host", b"testserver"), (b"authorization", f"Bearer {secret}".encode())],
+    )
+    response = await communicator.get_response(timeout=10)
+    assert response["status"] == 413
+    assert json.loads(response["body"])["error"] == "body: more than 1000 bytes"
     assert await sync_to_async(RunEvent.objects.count)() == 0
 
 
@@ -179,7 +169,7 @@ async def test_a_rate_limited_token_gets_429_with_retry_after(settings):
     assert await sync_to_async(RunEvent.objects.count)() == 2
 
 
-async def test_an_inspector_gets_the_events_posted_on_the_fast_path():
+async def test_an_inspector_gets_the_events_posted():
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -207,59 +197,12 @@ async def test_an_inspector_gets_the_events_posted_on_the_fast_path():
     await inspector.disconnect()
 
 
-def _scope(**overrides: Any) -> dict[str, Any]:
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/api/runs/run-1/events/",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"testserver")],
-    }
-    return {**scope, **overrides}
-
-
-ROUTES = [
-    ("a plain POST", {}, "run-1"),
-    ("under a root path", {"root_path": "/ca", "path": "/ca/api/runs/run-1/events/"}, "run-1"),
-    ("GET", {"method": "GET"}, None),
-    ("with a query string", {"query_string": b"x=1"}, None),
-    ("another path", {"path": "/api/runs/run-1/events"}, None),
-    ("a nested path", {"path": "/api/runs/a/b/events/"}, None),
-    ("a NUL in the path", {"path": "/api/runs/a\x00/events/"}, None),
-    ("a Host outside ALLOWED_HOSTS", {"headers": [(b"host", b"evil.example")]}, None),
-    ("no Host", {"headers": []}, None),
-    ("two Hosts", {"headers": [(b"host", b"testserver"), (b"host", b"evil.example")]}, None),
-]
-
-
-@pytest.mark.parametrize(("name", "overrides", "expected"), ROUTES, ids=[r[0] for r in ROUTES])
-async def test_which_requests_take_the_fast_path(name, overrides, expected):
-    assert events_run_id(_scope(**overrides)) == expected
-
-
-async def test_plain_http_goes_to_django_when_https_is_required(settings):
-    settings.SECURE_SSL_REDIRECT = True
-    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    assert events_run_id(_scope()) is None
-    proxied = [(b"host", b"testserver"), (b"x-forwarded-proto", b"https")]
-    assert events_run_id(_scope(headers=proxied)) == "run-1"
-    assert events_run_id(_scope(scheme="https")) == "run-1"
-    secret = await sync_to_async(_setup)()
-    settings.SECURE_HSTS_SECONDS = 3600
-    await sync_to_async(_run)("run-1")
-    response = await call(
-        application, "/api/runs/run-1/events/", batch(1), secret=secret, extra=proxied[1:]
-    )
-    assert response["status"] == 200
-    assert _headers(response)["strict-transport-security"].startswith("max-age=3600")
-
-
-async def test_what_the_fast_path_leaves_to_django_is_answered_by_django():
+async def test_other_methods_and_hosts_are_refused():
     secret = await sync_to_async(_setup)()
     response = await call(application, "/api/runs/run-1/events/", b"", secret=secret, method="GET")
-    assert response["status"] == 405  # require_POST
+    assert response["status"] == 405
+    assert _headers(response)["allow"] == "POST"
+    assert json.loads(response["body"])["error"].startswith("method GET not allowed")
     response = await call(
         application, "/api/runs/run-1/events/", batch(1), secret=secret, extra=[(b"host", b"evil")]
     )
@@ -279,7 +222,7 @@ def _connection_id() -> int:
 
 async def test_a_pool_thread_keeps_its_connection_between_calls():
     await sync_to_async(_setup)()
-    ids = {await kept_connection_sync_to_async(_connection_id)() for _ in range(30)}
+    ids = {await pool_sync_to_async(_connection_id)() for _ in range(30)}
     assert len(ids) <= 6  # at most one per pool thread, not one per call
 
 
@@ -301,7 +244,7 @@ def _state() -> tuple[bool, bool]:
 
 async def test_a_connection_left_in_a_transaction_or_broken_is_closed():
     await sync_to_async(_setup)()
-    call_in_pool = kept_connection_sync_to_async
+    call_in_pool = pool_sync_to_async
     await call_in_pool(_open_transaction_and_leave)()
     # Every pool thread's connection is open and in autocommit mode (no transaction carried).
     for _ in range(12):
@@ -320,7 +263,7 @@ async def test_an_unexpected_failure_is_a_json_500_logged_with_its_traceback(mon
     def fail(**kwargs: Any) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(services, "event_ingest", fail)
+    monkeypatch.setattr(ingest, "event_ingest", fail)
     response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
     assert response["status"] == 500
     assert "retry" in json.loads(response["body"])["error"]
@@ -338,16 +281,16 @@ async def test_ingest_from_async_code_collects_its_broadcasts_for_the_caller_to_
     await sync_to_async(_run)("run-1")
     layer = get_channel_layer()
     member = await layer.new_channel()
-    await layer.group_add(services.run_group("run-1"), member)
-    with services.broadcasts_collected() as collected:
-        await kept_connection_sync_to_async(services.event_ingest)(
+    await layer.group_add(broadcast.run_group("run-1"), member)
+    with broadcast.broadcasts_collected() as collected:
+        await pool_sync_to_async(ingest.event_ingest)(
             run_id="run-1", events=[{**EVENT, "seq": 1}, {**EVENT, "seq": 2}]
         )
-    assert [group for group, _ in collected] == [services.run_group("run-1"), services.RUNS_GROUP]
+    assert [group for group, _ in collected] == [broadcast.run_group("run-1"), broadcast.RUNS_GROUP]
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.2):
             await layer.receive(member)  # nothing was sent from the thread
-    await services.broadcasts_send(collected)
+    await broadcast.broadcasts_send(collected)
     message = await layer.receive(member)
     assert [seq for seq, _ in message["items"]] == [1, 2]
 
@@ -359,7 +302,7 @@ async def test_an_event_post_reaches_an_inspector_group_before_its_answer():
     await sync_to_async(_run)("run-1")
     layer = get_channel_layer()
     member = await layer.new_channel()
-    await layer.group_add(services.run_group("run-1"), member)
+    await layer.group_add(broadcast.run_group("run-1"), member)
     response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
     assert response["status"] == 200
     async with asyncio.timeout(0):  # already delivered when the answer came

@@ -12,7 +12,7 @@ from websockets.sync.client import connect
 
 from contextadmin.services import workflow_import
 from runs.client import RunReporter
-from runs.services import api_token_create
+from runs.services.tokens import api_token_create
 from tests.support.demo import demo_config, demo_events
 from tests.support.live import LiveServerTestCase
 from tests.support.processes import Daphne, Redis, manage, server_env

@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from runs import selectors, services
+from runs import selectors
 from runs.models import Run, RunSnapshot
+from runs.services import ingest, lifecycle
 from tests.support.demo import demo_config
 
 pytestmark = pytest.mark.django_db
@@ -47,11 +48,11 @@ def generated_events(count: int, seed: int) -> list[dict]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_state_at_every_seq_equals_the_live_state_then(generator, monkeypatch, seed):
-    monkeypatch.setattr(services, "SNAPSHOT_EVERY", 7)
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
+    monkeypatch.setattr(ingest, "SNAPSHOT_EVERY", 7)
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
     live = {0: run.state}
     for event in generated_events(60, seed):
-        result = services.event_ingest(run_id=run.pk, events=[event])
+        result = ingest.event_ingest(run_id=run.pk, events=[event])
         live[result.last_seq] = Run.objects.get(pk=run.pk).state
     run.refresh_from_db()
     assert RunSnapshot.objects.filter(run=run).count() == 1 + 60 // 7
@@ -61,12 +62,12 @@ def test_state_at_every_seq_equals_the_live_state_then(generator, monkeypatch, s
 
 def test_batches_and_single_events_give_the_same_final_state(generator):
     events = generated_events(120, 9)
-    one = services.run_start(workflow_name="Generator", enterprise_id="acme").run
-    batched = services.run_start(workflow_name="Generator", enterprise_id="acme").run
+    one = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    batched = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
     for event in events:
-        services.event_ingest(run_id=one.pk, events=[event])
-    services.event_ingest(run_id=batched.pk, events=events[:50])
-    services.event_ingest(run_id=batched.pk, events=events[50:])
+        ingest.event_ingest(run_id=one.pk, events=[event])
+    ingest.event_ingest(run_id=batched.pk, events=events[:50])
+    ingest.event_ingest(run_id=batched.pk, events=events[50:])
     one.refresh_from_db()
     batched.refresh_from_db()
     assert one.state == batched.state
@@ -74,5 +75,5 @@ def test_batches_and_single_events_give_the_same_final_state(generator):
 
 
 def test_the_demo_config_is_what_runs_pin(generator):
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
     assert run.definitions == demo_config()

@@ -45,7 +45,7 @@ def generator(db):
 
 @pytest.fixture
 def token_secret(generator) -> str:
-    from runs.services import api_token_create
+    from runs.services.tokens import api_token_create
 
     return api_token_create(name="runtime")[1]
 

@@ -23,8 +23,8 @@ from django.test.utils import CaptureQueriesContext
 
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
-from runs import services
 from runs.models import ApiToken, Run
+from runs.services import ingest, lifecycle, tokens
 from tests.runs.conftest import Api, demo_config
 from tests.security.conftest import db_state
 from tests.support.processes import manage, server_env
@@ -37,8 +37,8 @@ def site(db, django_user_model) -> dict[str, Any]:
     document = copy.deepcopy(demo_config())
     document["context_variables"]["declarative_variables"][0]["description"] = f"{MARK}-desc"
     workflow_import(name="Generator", data=document)
-    run = services.run_start(workflow_name="Generator", enterprise_id=f"{MARK}-ent").run
-    services.event_ingest(
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id=f"{MARK}-ent").run
+    ingest.event_ingest(
         run_id=run.pk, events=[{"type": "agent_text", "agent": "InterviewAgent", "text": MARK}]
     )
     django_user_model.objects.create_user("viewer", password="pw-12345678")  # not staff
@@ -112,7 +112,7 @@ def test_sessions_never_write_through_the_api(site, django_user_model):
 
 # -- tokens ----------------------------------------------------------------------------------------
 def test_tokens_are_stored_only_as_a_hash(site):
-    token, secret = services.api_token_create(name="runtime")
+    token, secret = tokens.api_token_create(name="runtime")
     random_part = secret.split("_", 2)[2]
     dump = repr(db_state())
     assert secret not in dump and random_part not in dump
@@ -121,7 +121,7 @@ def test_tokens_are_stored_only_as_a_hash(site):
 
 
 def test_token_comparison_is_constant_time_and_not_by_sql(site, monkeypatch):
-    _, secret = services.api_token_create(name="runtime")
+    _, secret = tokens.api_token_create(name="runtime")
     presented_hash = hashlib.sha256(secret.encode()).hexdigest()
     compared = []
     real = hmac.compare_digest
@@ -130,11 +130,11 @@ def test_token_comparison_is_constant_time_and_not_by_sql(site, monkeypatch):
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(services.hmac, "compare_digest", spy)
+    monkeypatch.setattr(tokens.hmac, "compare_digest", spy)
     with CaptureQueriesContext(connection) as queries:
-        assert services.api_token_authenticate(secret=secret) is not None
+        assert tokens.api_token_authenticate(secret=secret) is not None
         wrong = secret[:-4] + ("AAAA" if not secret.endswith("AAAA") else "BBBB")
-        assert services.api_token_authenticate(secret=wrong) is None
+        assert tokens.api_token_authenticate(secret=wrong) is None
     assert (compared[0][1]) == presented_hash and len(compared) == 2
     sql = " ".join(q["sql"] for q in queries.captured_queries)
     assert presented_hash not in sql and secret not in sql
@@ -143,7 +143,7 @@ def test_token_comparison_is_constant_time_and_not_by_sql(site, monkeypatch):
 def test_revoked_tokens_stop_working_everywhere(site, client, django_user_model):
     django_user_model.objects.create_user("op", password="pw-12345678", is_staff=True,
                                           is_superuser=True)
-    token, secret = services.api_token_create(name="runtime")
+    token, secret = tokens.api_token_create(name="runtime")
     api = Api(client, secret)
     state = f"/api/runs/{site['run_id']}/state/"
     export = "/api/workflows/Generator/context_variables.json"
@@ -161,9 +161,9 @@ def test_revoked_tokens_stop_working_everywhere(site, client, django_user_model)
 
 def test_export_with_a_token_scoped_or_not(site, client):
     other = Workflow.objects.create(name="Other")
-    _, scoped_other = services.api_token_create(name="scoped-other", workflow=other)
-    _, scoped_here = services.api_token_create(name="scoped-here", workflow=site["workflow"])
-    _, unscoped = services.api_token_create(name="any")
+    _, scoped_other = tokens.api_token_create(name="scoped-other", workflow=other)
+    _, scoped_here = tokens.api_token_create(name="scoped-here", workflow=site["workflow"])
+    _, unscoped = tokens.api_token_create(name="any")
     path = "/api/workflows/{}/context_variables.json"
     cases = [
         (scoped_here, "Generator", 200),
@@ -196,7 +196,7 @@ def test_a_created_token_secret_is_shown_once(site, django_user_model):
     token = ApiToken.objects.get(name="ci")
     for url in ("/admin/runs/apitoken/", f"/admin/runs/apitoken/{token.pk}/change/"):
         assert shown.group(0) not in admin.get(url).content.decode()
-    assert services.api_token_authenticate(secret=shown.group(0)) == token
+    assert tokens.api_token_authenticate(secret=shown.group(0)) == token
 
 
 # -- sockets ---------------------------------------------------------------------------------------
@@ -208,12 +208,12 @@ def _socket_site():
     user = get_user_model().objects.create_user("op", password="pw-12345678", is_staff=True)
     client = Client()
     client.force_login(user)
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
     return {
         "session": client.cookies["sessionid"].value,
         "run_id": run.pk,
-        "secret": services.api_token_create(name="rt")[1],
-        "scoped_other": services.api_token_create(name="so", workflow=other)[1],
+        "secret": tokens.api_token_create(name="rt")[1],
+        "scoped_other": tokens.api_token_create(name="so", workflow=other)[1],
     }
 
 
@@ -282,7 +282,7 @@ def test_every_admin_form_and_the_import_page_need_the_csrf_token(site, django_u
     client = Client(enforce_csrf_checks=True)
     client.force_login(django_user_model.objects.get(username="op"))
     workflow = site["workflow"]
-    token = services.api_token_create(name="runtime")[0]
+    token = tokens.api_token_create(name="runtime")[0]
     forms: list[tuple[str, dict[str, Any]]] = [
         ("/admin/contextadmin/workflow/add/", {"name": "New"}),
         (f"/admin/contextadmin/workflow/{workflow.pk}/change/", {"name": "Generator"}),
@@ -383,13 +383,13 @@ def hostile_site(db, django_user_model, settings) -> dict[str, Any]:
          "description": XSS}
     ]
     workflow_import(name="Generator", data=document)
-    run = services.run_start(workflow_name="Generator", enterprise_id=XSS).run
-    services.event_ingest(run_id=run.pk, events=[
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id=XSS).run
+    ingest.event_ingest(run_id=run.pk, events=[
         {"type": "agent_text", "agent": XSS_ATTR, "text": XSS},
         {"type": "tool_response", "tool": XSS, "status": "ok", "data": {XSS: XSS_ATTR}},
         {"type": "context_set", "name": "product_tier", "value": XSS},
     ])
-    services.api_token_create(name=XSS)
+    tokens.api_token_create(name=XSS)
     django_user_model.objects.create_user("op", password="pw-12345678", is_staff=True,
                                           is_superuser=True)
     return {"run_id": run.pk, "workflow": Workflow.objects.get(name="Generator"),
@@ -466,7 +466,7 @@ def test_no_secret_reaches_the_logs(site, client, caplog, settings, monkeypatch)
     caplog.set_level(logging.DEBUG)
     for name in ("runs", "contextadmin", "django", "django.db.backends", "django.request"):
         caplog.set_level(logging.DEBUG, logger=name)
-    token, secret = services.api_token_create(name="runtime")
+    token, secret = tokens.api_token_create(name="runtime")
     api = Api(client, secret)
     run_id = api.start()["run_id"]
     assert api.events(run_id, [{"type": "agent_text", "agent": "InterviewAgent",
@@ -475,7 +475,7 @@ def test_no_secret_reaches_the_logs(site, client, caplog, settings, monkeypatch)
     api.get("/api/workflows/Generator/context_variables.json")
     wrong = secret[:-6] + "ZZZZZZ"
     assert Api(client, wrong).get(f"/api/runs/{run_id}/state/").status_code == 401
-    services.api_token_revoke(token=token)
+    tokens.api_token_revoke(token=token)
     assert api.get(f"/api/runs/{run_id}/state/").status_code == 401
     logged = caplog.text + "".join(repr(r.args) for r in caplog.records)
     assert "SELECT" in logged, "the query log was on"
@@ -513,7 +513,7 @@ def _inspector_sessions():
     sessions["logged out"] = logged_out.cookies["sessionid"].value
     logged_out.logout()
     workflow_import(name="Generator", data=demo_config())
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
     return sessions, run.pk
 
 

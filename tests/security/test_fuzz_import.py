@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from contextadmin import selectors, services
 from contextadmin.models import Workflow
 from runs import selectors as run_selectors
-from runs import services as run_services
 from runs.engine import format as fmt
+from runs.services import lifecycle
 from tests.runs.conftest import demo_config
 from tests.security.conftest import db_state
 from tests.security.strategies import as_bytes, config_inputs
@@ -92,7 +92,7 @@ def assert_usable(name: str) -> None:
     exported = selectors.workflow_export(workflow=workflow, environment="development")
     fmt.parse_config(exported)
     selectors.workflow_export(workflow=workflow, environment="production").decode("utf-8")
-    run = run_services.run_start(workflow_name=name, enterprise_id="acme").run
+    run = lifecycle.run_start(workflow_name=name, enterprise_id="acme").run
     orjson.dumps(run_selectors.run_state_at(run=run).as_response(run))
 
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from contextadmin.asgi import application
 from contextadmin.services import workflow_import
-from runs import services
 from runs.models import Run, RunEvent
+from runs.services import lifecycle, tokens
 from tests.runs.conftest import demo_config
 from tests.security.strategies import (
     VALID_EVENTS,
@@ -50,8 +50,8 @@ def site(caplog) -> dict[str, Any]:
     user = get_user_model().objects.create_user("op", password="pw-12345678", is_staff=True)
     client = Client()
     client.force_login(user)
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
-    _, secret = services.api_token_create(name="rt")
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    _, secret = tokens.api_token_create(name="rt")
     yield {"session": client.cookies["sessionid"].value, "run_id": run.pk, "secret": secret}
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 

@@ -13,7 +13,7 @@ from channels.testing import WebsocketCommunicator
 
 from runs import ratelimit
 from runs.models import Run, RunEvent
-from runs.services import api_token_create
+from runs.services.tokens import api_token_create
 from tests.runs.conftest import Api
 from tests.security.conftest import db_state
 
@@ -164,12 +164,12 @@ def test_the_bucket_allows_a_burst_of_a_minute_then_the_per_minute_pace(settings
 # -- sockets per token, and socket connects under the rate limit -------------------------------
 def _socket_setup():
     from contextadmin.services import workflow_import
-    from runs import services
+    from runs.services import lifecycle, tokens
     from tests.runs.conftest import demo_config
 
     workflow_import(name="Generator", data=demo_config())
-    run = services.run_start(workflow_name="Generator", enterprise_id="acme").run
-    return run.pk, services.api_token_create(name="rt")[1], services.api_token_create(name="b")[1]
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    return run.pk, tokens.api_token_create(name="rt")[1], tokens.api_token_create(name="b")[1]
 
 
 async def _ingest(run_id: str, secret: str) -> tuple[WebsocketCommunicator, bool, dict | None]:

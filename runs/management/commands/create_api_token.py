@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.models import Workflow
-from runs import services
 from runs.errors import ApiError
+from runs.services import tokens
 
 
 class Command(BaseCommand):
@@ -19,7 +19,7 @@ class Command(BaseCommand):
             if scope is None:
                 raise CommandError(f"--workflow: no workflow named {workflow!r}")
         try:
-            token, secret = services.api_token_create(name=name, workflow=scope)
+            token, secret = tokens.api_token_create(name=name, workflow=scope)
         except ApiError as exc:
             raise CommandError(exc.message) from None
         self.stderr.write(

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import services
 from runs.client import ReportError, RunReporter
+from runs.services import tokens
 
 DEMO_EVENTS = Path(__file__).resolve().parents[3] / "contextadmin" / "demo" / "run_events.jsonl"
 
@@ -75,5 +75,5 @@ class Command(BaseCommand):
 
     def _local_token(self) -> str:
         name = f"simulate_run-{int(time.time() * 1000)}"
-        _, secret = services.api_token_create(name=name)
+        _, secret = tokens.api_token_create(name=name)
         return secret

@@ -1,0 +1,120 @@
+"""The ingest socket's batching, as a plain asyncio class: group commit with replies in order.
+
+Frames queue; one flush task ingests what has queued, in order, as one batch. Under load a
+batch holds every event that arrived while the previous one was committing; an idle socket's
+event is ingested at once. Replies (acks and errors) go out in the order the frames came,
+exactly as if each event were ingested on its own: a batch that fails is re-run one event at a
+time, so only the bad event gets the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from runs.errors import ApiError
+
+logger = logging.getLogger(__name__)
+
+Message = dict[str, Any]
+CLOSE_INTERNAL_ERROR = 1011
+
+
+def error_message(exc: ApiError) -> Message:
+    """The socket's message for a refused frame or batch."""
+    return {"type": "error", "status": exc.status, **exc.as_dict()}
+
+
+class IngestBatcher:
+    """Queue a socket's events and replies; ingest queued events in batches, in order.
+
+    ``ingest(events)`` stores a batch and returns one ack per event, or raises ApiError having
+    stored nothing. ``send(message)`` and ``close(code)`` reach the socket.
+    """
+
+    def __init__(
+        self,
+        *,
+        ingest: Callable[[list[Any]], Awaitable[list[Message]]],
+        send: Callable[[Message], Awaitable[None]],
+        close: Callable[[int], Awaitable[None]],
+        limit: int,
+        name: str = "",
+    ) -> None:
+        self._ingest = ingest
+        self._send = send
+        self._close = close
+        self._limit = max(1, limit)
+        self._name = name
+        self._queue: deque[tuple[str, Any]] = deque()
+        self._flusher: asyncio.Task[None] | None = None
+        self.closing = False  # a close is queued: nothing more is taken
+        self.disconnected = False  # the socket is gone: replies are dropped
+
+    def event(self, event: Any) -> None:
+        """Queue an event for the next batch."""
+        self._enqueue("event", event)
+
+    def reply(self, message: Message, *, close: int | None = None) -> None:
+        """Queue a reply (in frame order), then optionally a close: nothing after it is taken."""
+        self._enqueue("send", message)
+        if close is not None:
+            self._enqueue("close", close)
+            self.closing = True
+
+    async def drain(self) -> None:
+        """Wait until what was queued is ingested (replies to a gone socket are dropped)."""
+        self.disconnected = True
+        if self._flusher is not None:
+            with contextlib.suppress(Exception):
+                await self._flusher
+
+    def _enqueue(self, kind: str, value: Any) -> None:
+        if self.closing:
+            return
+        self._queue.append((kind, value))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+
+    async def _flush(self) -> None:
+        try:
+            while self._queue:
+                kind, value = self._queue[0]
+                if kind == "send":
+                    self._queue.popleft()
+                    await self._reply(value)
+                elif kind == "close":
+                    self._queue.clear()
+                    await self._close(value)
+                else:
+                    batch = []
+                    while self._queue and self._queue[0][0] == "event" and len(batch) < self._limit:
+                        batch.append(self._queue.popleft()[1])
+                    await self._batch_ingest(batch)
+        except Exception:  # as an unhandled error in a consumer: log it, close the socket
+            logger.exception("ingest socket %s failed", self._name)
+            self._queue.clear()
+            with contextlib.suppress(Exception):
+                await self._close(CLOSE_INTERNAL_ERROR)
+
+    async def _batch_ingest(self, events: list[Any]) -> None:
+        """Ingest a batch and ack each event; if it fails, ingest its events one by one."""
+        try:
+            acks = await self._ingest(events)
+        except ApiError as exc:
+            if len(events) > 1:
+                for event in events:  # the batch stored nothing: replay it event by event
+                    await self._batch_ingest([event])
+                return
+            await self._reply(error_message(exc))
+            return
+        for ack in acks:
+            await self._reply(ack)
+
+    async def _reply(self, message: Message) -> None:
+        if not self.disconnected:  # the runtime re-sends unacked events
+            await self._send(message)

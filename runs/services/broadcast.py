@@ -1,0 +1,113 @@
+"""Broadcasts after commit: run events to the run's inspectors, run changes to the runs list.
+
+A broadcast is best-effort: the event log is the truth and inspectors refill any gap from it by
+seq (docs/reliability.md). So a broadcast is bounded in time, and after one fails the process
+skips broadcasts for a short pause instead of holding up every ingest on a dead layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from runs import selectors
+from runs.models import Run
+
+logger = logging.getLogger(__name__)
+
+RUNS_GROUP = "runs"
+BROADCAST_TIMEOUT_S = 1.0  # a broadcast never holds up an ingest answer longer than this
+BROADCAST_PAUSE_S = 2.0  # after a failed one, skip broadcasts this long (docs/reliability.md)
+
+Send = tuple[str, dict[str, Any]]
+
+
+def run_group(run_id: str) -> str:
+    """Name the channel-layer group of one run's inspectors."""
+    return f"run.{run_id}"
+
+
+class Breaker:
+    """Open for ``pause_s`` after a failure: while open, broadcasts are skipped."""
+
+    def __init__(self, *, pause_s: float) -> None:
+        self.pause_s = pause_s
+        self._open_until = 0.0
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._open_until
+
+    def trip(self) -> None:
+        self._open_until = time.monotonic() + self.pause_s
+
+
+breaker = Breaker(pause_s=BROADCAST_PAUSE_S)
+
+_collected: ContextVar[list[Send] | None] = ContextVar("collected_broadcasts", default=None)
+
+
+@contextlib.contextmanager
+def broadcasts_collected() -> Iterator[list[Send]]:
+    """Within it, broadcasts made after commit are collected instead of sent, for an async
+    caller to send with ``broadcasts_send`` once its worker thread returns: sending from the
+    worker thread would cost a hop into the event loop and back."""
+    collected: list[Send] = []
+    token = _collected.set(collected)
+    try:
+        yield collected
+    finally:
+        _collected.reset(token)
+
+
+async def broadcasts_send(sends: list[Send]) -> None:
+    """Send group messages in order, each bounded by BROADCAST_TIMEOUT_S; never raises."""
+    layer = get_channel_layer()
+    if not sends or layer is None or breaker.is_open():
+        return
+    group = sends[0][0]
+    try:
+        for group, message in sends:
+            # asyncio.timeout, not wait_for: wait_for runs the send as a task of its own.
+            async with asyncio.timeout(BROADCAST_TIMEOUT_S):
+                await layer.group_send(group, message)
+    except Exception:  # the log is the truth: inspectors resync from it by seq
+        breaker.trip()
+        logger.exception("broadcast to %s failed; inspectors will resync from the log", group)
+
+
+def _sends_dispatch(sends: list[Send]) -> None:
+    """Hand sends to the collecting async caller, or send them from this (sync) thread."""
+    collected = _collected.get()
+    if collected is not None:
+        collected.extend(sends)
+    elif get_channel_layer() is not None and not breaker.is_open():
+        async_to_sync(broadcasts_send)(sends)
+
+
+def run_message(run: Run) -> Send:
+    """The runs list's message for a run that started or changed."""
+    text = selectors.json_text({"type": "run", "run": selectors.run_summary(run=run)})
+    return RUNS_GROUP, {"type": "runs.run", "text": text}
+
+
+def run_started_broadcast(run: Run) -> None:
+    """After commit, tell the runs list about a new run."""
+    transaction.on_commit(lambda: _sends_dispatch([run_message(run)]))
+
+
+def run_events_broadcast(run: Run, messages: list[tuple[int, str]]) -> None:
+    """After commit, send a batch's event messages to the run's inspectors (one group message)
+    and the run's new summary to the runs list."""
+    group_message = {"type": "run.events", "items": messages}
+    transaction.on_commit(
+        lambda: _sends_dispatch([(run_group(run.pk), group_message), run_message(run)])
+    )

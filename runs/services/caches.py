@@ -1,0 +1,80 @@
+"""Per-process caches: each run's parsed definitions, the live state of the runs this process
+ingests into, and the process's MongoDB client.
+
+Each cache only saves work: every value can be rebuilt from the database (or the settings), so
+several processes, or a restart, never disagree about a run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from runs.engine import RunState, mongo_client
+from runs.engine.format import ContextVariablesFile, parse_config
+from runs.models import Run
+
+CONFIGS_MAX = 256
+LIVE_STATES_MAX = 1024
+
+_configs_by_hash: dict[str, ContextVariablesFile] = {}
+
+
+def run_config(run: Run) -> ContextVariablesFile:
+    """Return the run's pinned definitions, parsed once per process.
+
+    Keyed by the definitions' hash, so a run loaded without its ``definitions`` column (ingest
+    defers it) reads and parses them only on this process's first batch of that workflow.
+    """
+    config = _configs_by_hash.get(run.definitions_hash)
+    if config is None:
+        config = parse_config(run.definitions).config
+        if len(_configs_by_hash) >= CONFIGS_MAX:
+            _configs_by_hash.clear()
+        _configs_by_hash[run.definitions_hash] = config
+    return config
+
+
+_live_states: dict[str, tuple[Any, int, str, RunState]] = {}
+
+
+def live_state_take(run: Run) -> RunState:
+    """Return the run's state as of ``run.last_seq``: the one this process kept after its last
+    batch when it still matches (same run, same last seq), else rebuilt from ``run.state``.
+
+    The caller owns the returned state (it leaves the cache): a batch that fails half-way
+    cannot leave a half-applied state behind. ``live_state_keep`` puts it back after commit.
+    """
+    kept = _live_states.pop(run.pk, None)
+    if kept is not None and kept[:3] == (run.started_at, run.last_seq, run.definitions_hash):
+        return kept[3]
+    return RunState.from_dict(run_config(run), run.state)
+
+
+def live_state_keep(run: Run, state: RunState) -> None:
+    """Keep a run's state as of ``run.last_seq`` for its next batch."""
+    if len(_live_states) >= LIVE_STATES_MAX:
+        _live_states.pop(next(iter(_live_states)), None)
+    _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, state)
+
+
+_mongo_clients: dict[str, Any] = {}
+
+
+def mongo_client_get() -> Any:
+    """Return the process's MongoDB client (None when MONGODB_URI is unset).
+
+    pymongo clients are thread-safe and pool their connections: one per process and URI.
+    """
+    uri = settings.MONGODB_URI
+    if not uri:
+        return None
+    if uri not in _mongo_clients:
+        _mongo_clients[uri] = mongo_client(uri, timeout_ms=settings.MONGODB_TIMEOUT_MS)
+    return _mongo_clients[uri]
+
+
+def mongo_client_forget() -> Any:
+    """Drop (and return) the process's client for MONGODB_URI, e.g. after its server moved."""
+    return _mongo_clients.pop(settings.MONGODB_URI, None)

@@ -1,0 +1,190 @@
+"""Run lifecycle: start a run (pin its definitions, build or take its context, store it).
+
+A run ends with a ``run_status`` event, which goes through ingest like every other event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from contextadmin.models import Workflow
+from contextadmin.selectors import workflow_config
+from runs.engine import DerivedContextManager, RunState, build_context
+from runs.engine.format import (
+    ENTERPRISE_ID_MAX_CHARS,
+    ENVIRONMENTS,
+    ConfigError,
+    config_export_bytes,
+)
+from runs.errors import BadRequest, Conflict, NotFound, RateLimited
+from runs.models import ApiToken, Run, RunSnapshot
+from runs.services.broadcast import run_started_broadcast
+from runs.services.caches import mongo_client_get
+from runs.services.tokens import token_check_workflow
+
+logger = logging.getLogger(__name__)
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+CONTEXT_MAX_BYTES = 256 * 1024
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+
+def _supplied_context_check(context: Any) -> dict[str, Any]:
+    if not isinstance(context, dict):
+        raise BadRequest("context: must be an object of variable name -> value")
+    try:
+        size = len(orjson.dumps(context))
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise BadRequest(f"context: not JSON-serializable: {exc}") from None
+    if size > CONTEXT_MAX_BYTES:
+        raise BadRequest(f"context: {size} bytes, at most {CONTEXT_MAX_BYTES}")
+    for key in context:
+        if not isinstance(key, str) or not key or len(key) > 64:
+            raise BadRequest(f"context.{key}: names must be non-empty strings of at most 64 chars")
+    return context
+
+
+@dataclass
+class StartedRun:
+    run: Run
+    created: bool
+
+
+def run_start(
+    *,
+    workflow_name: str,
+    enterprise_id: str,
+    run_id: str | None = None,
+    environment: str | None = None,
+    context: dict[str, Any] | None = None,
+    token: ApiToken | None = None,
+) -> StartedRun:
+    """Start a run: pin the workflow's definitions, build (or take) its context, store it."""
+    if not isinstance(workflow_name, str) or not workflow_name:
+        raise BadRequest("workflow: required (a workflow name)")
+    if not isinstance(enterprise_id, str) or not enterprise_id.strip():
+        raise BadRequest("enterprise_id: required (a non-empty string)")
+    if len(enterprise_id) > ENTERPRISE_ID_MAX_CHARS:
+        raise BadRequest(f"enterprise_id: at most {ENTERPRISE_ID_MAX_CHARS} characters")
+    if run_id is not None and (not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id)):
+        raise BadRequest("run_id: 1-64 characters of A-Z, a-z, 0-9, _ and -")
+    environment = environment or settings.ENVIRONMENT or "development"
+    if environment not in ENVIRONMENTS:
+        raise BadRequest(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
+    if context is not None:
+        context = _supplied_context_check(context)
+    token_check_workflow(token=token, workflow_name=workflow_name)
+    workflow = Workflow.objects.filter(name=workflow_name).first()
+    if workflow is None:
+        raise NotFound(f"workflow: no workflow named {workflow_name!r}")
+
+    if run_id is not None:
+        existing = Run.objects.filter(pk=run_id).first()
+        if existing is not None:
+            return _run_start_retry(
+                existing, workflow_name=workflow_name, enterprise_id=enterprise_id
+            )
+
+    _token_runs_check(token)
+    try:
+        config = workflow_config(workflow=workflow)
+    except ConfigError as exc:  # stored before a rule tightened: the admin shows what to fix
+        raise Conflict(
+            f"workflow: the definitions of {workflow_name} break the format; fix them in the admin",
+            issues=[{"path": issue.path, "message": issue.message} for issue in exc.issues],
+        ) from None
+    definitions_bytes = config_export_bytes(config)
+    definitions = orjson.loads(definitions_bytes)
+    manager = DerivedContextManager(config)
+    if context is None:
+        environ = {**os.environ, "ENVIRONMENT": environment}
+        built = build_context(
+            config,
+            workflow_name=workflow_name,
+            enterprise_id=enterprise_id,
+            environ=environ,
+            mongo=mongo_client_get(),
+        )
+        values, provenance, warnings = (
+            dict(built.values),
+            dict(built.provenance),
+            list(built.warnings),
+        )
+    else:
+        categories = config.categories()
+        values = {**manager.defaults(), **context}
+        values.setdefault("enterprise_id", enterprise_id)
+        values.setdefault("workflow_name", workflow_name)
+        provenance = {
+            name: {
+                "category": categories.get(
+                    name, "base" if name in ("enterprise_id", "workflow_name") else "supplied"
+                ),
+                "source": "runtime" if name in context else "derived",
+                "status": "resolved" if name in context else "default",
+                "reason": "supplied by the runtime at start" if name in context else None,
+            }
+            for name in values
+        }
+        warnings = []
+    state = RunState(config, values)
+    try:
+        with transaction.atomic():
+            _token_runs_check(token, lock=True)
+            run = Run.objects.create(
+                **({"id": run_id} if run_id else {}),
+                workflow=workflow,
+                workflow_name=workflow_name,
+                definitions=definitions,
+                definitions_hash=hashlib.sha256(definitions_bytes).hexdigest(),
+                enterprise_id=enterprise_id,
+                environment=environment,
+                provenance=provenance,
+                warnings=warnings,
+                state=state.to_dict(),
+                token=token,
+            )
+            RunSnapshot.objects.create(run=run, seq=0, state=run.state)
+            run_started_broadcast(run)
+    except IntegrityError:
+        # A concurrent start with the same run_id won the race: answer as for a retry.
+        existing = Run.objects.filter(pk=run_id).first() if run_id else None
+        if existing is None:
+            raise
+        return _run_start_retry(existing, workflow_name=workflow_name, enterprise_id=enterprise_id)
+    logger.info("run %s started for %s/%s (%s)", run.pk, workflow_name, enterprise_id, environment)
+    return StartedRun(run=run, created=True)
+
+
+def _token_runs_check(token: ApiToken | None, *, lock: bool = False) -> None:
+    """Refuse a start while the token has API_MAX_RUNNING_RUNS_PER_TOKEN runs not yet ended."""
+    limit = settings.API_MAX_RUNNING_RUNS_PER_TOKEN
+    if token is None or not limit:
+        return
+    if lock:  # serialize this token's starts (PostgreSQL; SQLite write transactions already are)
+        list(ApiToken.objects.select_for_update().filter(pk=token.pk).values_list("pk"))
+    running = Run.objects.filter(token=token).exclude(status__in=TERMINAL_STATUSES).count()
+    if running >= limit:
+        raise RateLimited(
+            f"token: {running} of its runs have not ended, at most {limit} "
+            "(API_MAX_RUNNING_RUNS_PER_TOKEN); end one with a run_status event "
+            "(completed, failed or cancelled) first"
+        )
+
+
+def _run_start_retry(existing: Run, *, workflow_name: str, enterprise_id: str) -> StartedRun:
+    if existing.workflow_name != workflow_name or existing.enterprise_id != enterprise_id:
+        raise Conflict(
+            f"run_id: run {existing.pk} already exists for {existing.workflow_name}/"
+            f"{existing.enterprise_id}",
+        )
+    return StartedRun(run=existing, created=False)

@@ -1,0 +1,102 @@
+"""API tokens: create, authenticate (with a short-lived per-process cache), revoke, scope."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import threading
+import time
+
+from django.db import transaction
+from django.utils import timezone
+
+from contextadmin.models import Workflow
+from runs.errors import BadRequest, Conflict, Forbidden
+from runs.models import ApiToken
+
+TOKEN_PREFIX = "ca_"  # noqa: S105  (a marker, not a secret)
+TOKEN_PATTERN = re.compile(rf"{TOKEN_PREFIX}([0-9a-f]{{8}})_[A-Za-z0-9_-]{{20,100}}")
+# A token read from the database is trusted this long by this process; a revocation made in
+# another process takes effect within it (in this process, at once).
+TOKEN_CACHE_S = 1.0
+TOKEN_CACHE_MAX = 1024
+LAST_USED_EVERY_S = 60.0  # last_used_at is written at most this often per token
+
+_cache: dict[str, tuple[float, ApiToken]] = {}  # secret hash -> (read at, token)
+_cache_lock = threading.Lock()
+
+
+def _token_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@transaction.atomic
+def api_token_create(*, name: str, workflow: Workflow | None = None) -> tuple[ApiToken, str]:
+    """Create a token and return it with its secret, which is never stored and shown once."""
+    name = name.strip()
+    if not name:
+        raise BadRequest("name: required")
+    if ApiToken.objects.filter(name=name).exists():
+        raise Conflict(f"name: a token named {name!r} already exists")
+    prefix = secrets.token_hex(4)
+    secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(
+        name=name, prefix=prefix, secret_hash=_token_hash(secret), workflow=workflow
+    )
+    return token, secret
+
+
+def api_token_authenticate(*, secret: str) -> ApiToken | None:
+    """Return the live token for a presented secret (constant-time compare), else None."""
+    match = TOKEN_PATTERN.fullmatch(secret or "")
+    if match is None:
+        return None
+    presented = _token_hash(secret)
+    now = time.monotonic()
+    cached = _cache.get(presented)
+    if cached is not None and now - cached[0] < TOKEN_CACHE_S:
+        return cached[1]
+    token = _token_read(prefix=match.group(1), presented=presented)
+    with _cache_lock:
+        if token is None:
+            _cache.pop(presented, None)
+        else:
+            if len(_cache) >= TOKEN_CACHE_MAX:
+                _cache.clear()
+            _cache[presented] = (now, token)
+    return token
+
+
+def _token_read(*, prefix: str, presented: str) -> ApiToken | None:
+    tokens = ApiToken.objects.filter(prefix=prefix, revoked=False).select_related("workflow")
+    for token in tokens:
+        if hmac.compare_digest(token.secret_hash, presented):
+            now = timezone.now()
+            if token.last_used_at is None or (
+                (now - token.last_used_at).total_seconds() > LAST_USED_EVERY_S
+            ):
+                ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+                token.last_used_at = now
+            return token
+    return None
+
+
+def api_token_is_live(*, token: ApiToken) -> bool:
+    """Whether a token still works (not revoked, not deleted), read from the database."""
+    return ApiToken.objects.filter(pk=token.pk, revoked=False).exists()
+
+
+def api_token_revoke(*, token: ApiToken) -> None:
+    """Revoke a token: it stops working at once in this process, within TOKEN_CACHE_S in others."""
+    ApiToken.objects.filter(pk=token.pk).update(revoked=True)
+    with _cache_lock:
+        for key in [key for key, (_, cached) in _cache.items() if cached.pk == token.pk]:
+            del _cache[key]
+
+
+def token_check_workflow(*, token: ApiToken | None, workflow_name: str) -> None:
+    """Refuse a token scoped to another workflow."""
+    if token is not None and token.workflow_id is not None and token.workflow.name != workflow_name:
+        raise Forbidden(f"this token is scoped to workflow {token.workflow.name!r}")

@@ -1,0 +1,77 @@
+"""The import direction (docs/architecture.md) holds: ``lint-imports`` checks the contracts in
+pyproject.toml (scripts/test runs it before pytest; here it runs under pytest alone too), and
+no module imports a project module inside a function, where a cycle could hide."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT_PACKAGES = ("runs", "contextadmin")
+# Migrations import inside their functions by Django's convention; the AG2 integration is an
+# optional extra ("ag2"), imported where it is used so the rest runs without it.
+EXEMPT_DIRS = ("migrations",)
+OPTIONAL = ("runs.integrations",)
+
+
+def _function_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """``file:line module`` for each import of a project module inside a function body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.ImportFrom):
+                modules = ["." * node.level + (node.module or "")]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            for module in modules:
+                if module.startswith(OPTIONAL):
+                    continue
+                if module.startswith(".") or module.split(".")[0] in PROJECT_PACKAGES:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {module}")
+    return found
+
+
+def test_no_project_module_is_imported_inside_a_function():
+    offenders = [
+        hit
+        for package in PROJECT_PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if not set(path.relative_to(ROOT).parts) & set(EXEMPT_DIRS)
+        for hit in _function_imports(path)
+    ]
+    assert offenders == [], "imports inside functions (move them to the top):\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_finder_sees_project_imports_inside_functions_only(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from runs import api\n"
+        "def f():\n    from runs import selectors\n    import json\n"
+        "class C:\n    async def g(self):\n        from . import views\n"
+        "        import contextadmin.models\n"
+    )
+    hits = [hit.split()[-1] for hit in _function_imports(module, tmp_path)]
+    assert hits == ["runs", ".", "contextadmin.models"]
+
+
+def test_the_import_contracts_hold():
+    lint_imports = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    if not Path(lint_imports).exists():
+        pytest.skip("import-linter is not installed (pip install -e .[test])")
+    result = subprocess.run(
+        [lint_imports, "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
