@@ -15,6 +15,7 @@ const NAME_CHARS = 22;
 const LABEL_CHARS = 28;
 const CHAR_W = 6.6; // the labels' monospace advance at 11px, so their width is known up front
 const BEND = 40;
+const SUMMARY_EDGES = 10; // the line under the graph lists at most the last ten hand-offs
 
 function clip(text, max) {
   const value = String(text ?? "");
@@ -23,43 +24,46 @@ function clip(text, max) {
 
 /** Every agent to draw, in a stable order: the rules' agents, then the ones seen in the run. */
 export function agentsOf(rules, execution = {}) {
-  const agents = [];
+  const agents = new Set();
   const add = (name) => {
-    if (typeof name === "string" && name && !agents.includes(name)) agents.push(name);
+    if (typeof name === "string" && name) agents.add(name);
   };
   for (const rule of rules) { add(rule.source_agent); add(rule.target_agent); }
   for (const name of execution.visited_agents || []) add(name);
   for (const edge of execution.path || []) { add(edge.source); add(edge.target); }
   add(execution.current_agent);
-  return agents;
+  return [...agents];
 }
 
 /** Place each agent: { places: name -> { x, y, row, rank }, width, height } of the drawing. */
 export function layout(agents, rules) {
   const next = new Map(agents.map((name) => [name, []]));
   for (const rule of rules) next.get(rule.source_agent)?.push(rule.target_agent);
-  const ruled = agents.filter((name) => rules.some((r) => r.source_agent === name || r.target_agent === name));
+  const named = new Set(rules.flatMap((rule) => [rule.source_agent, rule.target_agent]));
+  const ruled = agents.filter((name) => named.has(name));
   const entered = new Set(rules.filter((r) => r.source_agent !== r.target_agent).map((r) => r.target_agent));
   // Depth-first in rule order from the agents no rule hands to (then any closed cycle): an edge
   // back to an agent still on the walk is a back edge and does not rank; the others rank their
   // target below their source (longest path), so a chain of rules reads top to bottom.
   const walking = new Set();
   const order = []; // preorder: the order of agents within a rank
+  const seen = new Set();
   const finished = []; // postorder, reversed below into a topological order of the forward edges
   const forward = new Map(ruled.map((name) => [name, []]));
   const visit = (name) => {
     walking.add(name);
+    seen.add(name);
     order.push(name);
     for (const target of next.get(name)) {
       if (walking.has(target)) continue;
       forward.get(name).push(target);
-      if (!order.includes(target)) visit(target);
+      if (!seen.has(target)) visit(target);
     }
     walking.delete(name);
     finished.push(name);
   };
   for (const root of [...ruled.filter((name) => !entered.has(name)), ...ruled]) {
-    if (!order.includes(root)) visit(root);
+    if (!seen.has(root)) visit(root);
   }
   const rank = new Map(ruled.map((name) => [name, 0]));
   for (const name of finished.reverse()) {
@@ -97,18 +101,23 @@ export function layout(agents, rules) {
 
 /** Match each taken edge of the path to its rule (by index, else by its agents); the rest stay apart. */
 export function takenEdges(rules, path = []) {
+  const firstRule = new Map();
+  rules.forEach((rule, index) => {
+    const key = JSON.stringify([rule.source_agent, rule.target_agent]);
+    if (!firstRule.has(key)) firstRule.set(key, index);
+  });
   const byRule = new Map();
   const unplanned = new Map();
   for (const edge of path) {
     let index = Number.isInteger(edge.rule) && rules[edge.rule]
       && rules[edge.rule].source_agent === edge.source && rules[edge.rule].target_agent === edge.target
       ? edge.rule : -1;
-    if (index < 0) index = rules.findIndex((r) => r.source_agent === edge.source && r.target_agent === edge.target);
+    const key = JSON.stringify([edge.source, edge.target]);
+    if (index < 0) index = firstRule.get(key) ?? -1;
     if (index >= 0) {
       if (!byRule.has(index)) byRule.set(index, []);
       byRule.get(index).push(edge.seq);
     } else {
-      const key = JSON.stringify([edge.source, edge.target]);
       if (!unplanned.has(key)) unplanned.set(key, { source: edge.source, target: edge.target, seqs: [] });
       unplanned.get(key).seqs.push(edge.seq);
     }
@@ -267,7 +276,8 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
   const summary = [
     state.current_agent ? ["Current agent: ", el("strong", { class: "graph-current" }, state.current_agent)] : "No current agent yet",
     ` · ${path.length} hand-off${path.length === 1 ? "" : "s"} taken`,
-    path.length ? [": ", path.map((edge, i) => [i ? ", " : "", `${edge.source} → ${edge.target} at #${edge.seq}`])] : "",
+    path.length ? [path.length > SUMMARY_EDGES ? ", the last: " : ": ",
+      path.slice(-SUMMARY_EDGES).map((edge, i) => [i ? ", " : "", `${edge.source} → ${edge.target} at #${edge.seq}`])] : "",
   ];
   replace(container,
     svg("svg", {

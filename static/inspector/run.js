@@ -62,6 +62,7 @@ function shown() {
 
 // -- rendering (batched: at most once per frame) -------------------------------------------------
 let frame = null;
+let graphDrawn = null; // what the agents graph shows now, to skip redrawing an unchanged graph
 function schedule() {
   if (frame === null) frame = requestAnimationFrame(render);
 }
@@ -100,9 +101,13 @@ function render() {
   }));
   renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
   renderHandoffs($("handoffs"), page.handoffs, current.readiness);
-  renderGraph($("graph"), {
-    rules: page.handoffs, readiness: current.readiness, execution: current.execution, onJump: jump,
-  });
+  const execution = current.execution || {};
+  const graphKey = JSON.stringify([view.live ? null : view.seq, execution.current_agent,
+    execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status)]);
+  if (graphKey !== graphDrawn) { // most events change neither the agents nor a rule's status
+    graphDrawn = graphKey;
+    renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution, onJump: jump });
+  }
   $("graph-at").textContent = view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`;
   if (view.live) resolveSoon();
 }
