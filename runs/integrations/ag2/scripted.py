@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import time
 import uuid
 from collections import deque
@@ -142,13 +143,19 @@ def scripted_tool_agent(
         ],
         "cache_seed": None,
     }
-    agent = ConversableAgent(
-        name,
-        llm_config=llm_config,
-        human_input_mode="NEVER",
-        functions=list(tools),
-        **agent_options,
-    )
+    client_log = logging.getLogger("autogen.oai.client")
+    level = client_log.level
+    client_log.setLevel(logging.WARNING)  # "custom model client ... until registered": expected
+    try:
+        agent = ConversableAgent(
+            name,
+            llm_config=llm_config,
+            human_input_mode="NEVER",
+            functions=list(tools),
+            **agent_options,
+        )
+    finally:
+        client_log.setLevel(level)
     options = {"script": script, "after": after, "pace": _pacer(delay)}
 
     def register_client(agent: ConversableAgent, messages: Any) -> None:

@@ -33,6 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--enterprise-id", default="acme")
         parser.add_argument("--delay", type=float, default=0.5, help="seconds per scripted turn")
         parser.add_argument("--spool-dir", type=Path, help="keep a JSONL spool of the run here")
+        parser.add_argument(
+            "--token-file",
+            type=Path,
+            help=f"where the demo token's secret is kept (default: var/{DEMO_RUNTIME_NAME}.token)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -44,7 +49,7 @@ class Command(BaseCommand):
             raise CommandError(f'{exc} (install the extra: pip install -e ".[ag2]")') from None
         logging.getLogger("autogen").setLevel(logging.WARNING)
         self._ensure_workflow(DEMO_WORKFLOW, DEMO_CONFIG)
-        token = options["token"] or self._demo_token()
+        token = options["token"] or self._demo_token(options["token_file"])
         url = options["url"].rstrip("/")
         pattern = demo_pattern(delay=options["delay"])
         session = attach(
@@ -81,7 +86,7 @@ class Command(BaseCommand):
             workflow_import(name=name, data=path.read_bytes())
             self.stdout.write(f"demo_ag2: imported the demo workflow {name}")
 
-    def _demo_token(self) -> str:
+    def _demo_token(self, path: Path | None) -> str:
         """Reuse the one demo token (its secret kept in var/), or create it once."""
         try:
             from runs.services.tokens import api_token_authenticate, api_token_create
@@ -91,7 +96,7 @@ class Command(BaseCommand):
                 api_token_create,
             )
 
-        path = Path(settings.BASE_DIR) / "var" / f"{DEMO_RUNTIME_NAME}.token"
+        path = path or Path(settings.BASE_DIR) / "var" / f"{DEMO_RUNTIME_NAME}.token"
         if path.exists():
             secret = path.read_text().strip()
             if api_token_authenticate(secret=secret) is not None:
