@@ -21,7 +21,7 @@ from django.urls import path, reverse
 from django.utils.crypto import constant_time_compare
 from django.utils.html import format_html
 
-from contextadmin import services
+from contextadmin import selectors, services
 from contextadmin.forms import (
     DatabaseForm,
     DatabaseFormSet,
@@ -38,6 +38,7 @@ from contextadmin.forms import (
     TriggerForm,
     TriggerFormSet,
     WorkflowCheck,
+    WorkflowForm,
     names_to_release,
 )
 from contextadmin.models import (
@@ -48,7 +49,9 @@ from contextadmin.models import (
     Handoff,
     Trigger,
     Variable,
+    VersionAction,
     Workflow,
+    WorkflowVersion,
 )
 from runs.engine.format import ConfigError
 
@@ -125,7 +128,8 @@ class HandoffInline(WorkflowPartInline, nested_admin.NestedTabularInline):
 
 @admin.register(Workflow)
 class WorkflowAdmin(nested_admin.NestedModelAdmin):
-    fields = ("name", "description", "database_name")
+    form = WorkflowForm
+    fields = ("name", "description", "database_name", "version_comment", "base_version")
     inlines = [DeclarativeInline, DatabaseInline, EnvironmentInline, DerivedInline, HandoffInline]
     list_display = ("name", "short_description", "variable_count", "handoff_count", "updated")
     search_fields = ("name", "description")
@@ -141,7 +145,9 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
         would otherwise refuse the cascade for want of those rights.
         """
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        owned = {str(model._meta.verbose_name) for model in (Variable, Trigger, Handoff)}
+        owned = {
+            str(model._meta.verbose_name) for model in (Variable, Trigger, Handoff, WorkflowVersion)
+        }
         return deleted, counts, perms_needed - owned, protected
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Workflow]:
@@ -185,6 +191,24 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
             workflow=form.instance, variable_ids=names_to_release(formsets)
         )
         super().save_related(request, form, formsets, change)
+        version = services.workflow_version_record(
+            workflow=form.instance,
+            user=request.user,
+            action=VersionAction.SAVE if change else VersionAction.CREATE,
+            comment=form.cleaned_data.get("version_comment", ""),
+            skip_unchanged=change,
+        )
+        if version is not None:
+            messages.info(request, _version_saved_message(form.instance, version))
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        stale = getattr(context["adminform"].form, "stale", None)
+        if stale is not None:
+            context["stale"] = stale
+            context["stale_diff"] = stale.diff()
+        return super().render_change_form(request, context, *args, **kwargs)
 
     # -- pages ---------------------------------------------------------------------------------
     def get_urls(self) -> list[Any]:
@@ -193,6 +217,21 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
         return [
             path("import/", wrap(self.import_view), name=f"{base}_import"),
             path("<path:object_id>/import/", wrap(self.import_view), name=f"{base}_import_into"),
+            path(
+                "<path:object_id>/history/<int:number>/revert/",
+                wrap(self.revert_view),
+                name=f"{base}_revert",
+            ),
+            path(
+                "<path:object_id>/history/<int:number>/approve/",
+                wrap(self.approve_view),
+                name=f"{base}_approve",
+            ),
+            path(
+                "<path:object_id>/history/<int:number>/context_variables.json",
+                wrap(self.version_download_view),
+                name=f"{base}_version_download",
+            ),
             *super().get_urls(),
         ]
 
@@ -205,7 +244,14 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
     ) -> HttpResponse:
         workflow = self.get_object(request, object_id)
         if workflow is not None:
-            export_url = reverse("workflow-context-variables", args=[workflow.name])
+            head = selectors.workflow_head(workflow=workflow)
+            if head is not None:  # the version this page shows, named after workflow and variant
+                export_url = reverse(
+                    "admin:contextadmin_workflow_version_download", args=[workflow.pk, head.number]
+                )
+            else:
+                export_url = reverse("workflow-context-variables", args=[workflow.name])
+            variant = f".v{head.number}" if head else ""
             extra_context = {
                 **(extra_context or {}),
                 "export_url": export_url,
@@ -214,8 +260,158 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
                     "admin:contextadmin_workflow_import_into", args=[workflow.pk]
                 ),
                 "inspector_url": reverse("runs-workflow-preview", args=[workflow.name]),
+                "download_name": f"{workflow.name}{variant}.context_variables.json",
+                "production_download_name": (
+                    f"{workflow.name}{variant}.production.context_variables.json"
+                ),
+                "head_version": head,
+                "published_version": workflow.published_version,
+                "review_required": selectors.review_required(),
             }
         return super().change_view(request, object_id, form_url, extra_context)
+
+    # -- versions: history, diff, revert, approval ----------------------------------------------
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """List the versions and show the value-level diff between any two of them.
+
+        Reads stored exports only: a constant number of queries whatever the workflow's size.
+        """
+        workflow = self.get_object(request, object_id)
+        if workflow is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_or_change_permission(request, workflow):
+            raise PermissionDenied
+        versions = selectors.workflow_versions(workflow=workflow)
+        head = versions[0] if versions else None
+        published = next((v for v in versions if v.pk == workflow.published_version_id), None)
+        to_number = _int_param(request, "to", head.number if head else 0)
+        default_from = (
+            published.number
+            if published is not None
+            and head is not None
+            and to_number == head.number
+            and published.number < head.number
+            else to_number - 1
+        )
+        from_number = _int_param(request, "from", default_from)
+        chosen = {
+            v.number: v
+            for v in WorkflowVersion.objects.filter(
+                workflow=workflow, number__in=[from_number, to_number]
+            ).select_related("author", "approved_by")
+        }
+        after, before = chosen.get(to_number), chosen.get(from_number)
+        for version in versions:
+            version.status = selectors.version_status(workflow=workflow, version=version)
+        may_change = self.has_change_permission(request, workflow)
+        can_approve = (
+            may_change
+            and after is not None
+            and head is not None
+            and after.number == head.number
+            and workflow.published_version_id != after.pk
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"History of {workflow.name}",
+            "subtitle": None,
+            "workflow": workflow,
+            "object": workflow,
+            "versions": versions,
+            "head": head,
+            "published": published,
+            "before": before,
+            "after": after,
+            "from_number": from_number,
+            "to_number": to_number,
+            "diff": selectors.versions_diff(before=before, after=after) if after else None,
+            "may_change": may_change,
+            "can_approve": can_approve,
+            "own_draft": can_approve and after.author_id == request.user.pk,
+            "review_required": selectors.review_required(),
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/contextadmin/workflow/history.html", context)
+
+    def _version_action_target(
+        self, request: HttpRequest, object_id: str
+    ) -> tuple[Workflow, int | None]:
+        if request.method != "POST":
+            raise PermissionDenied
+        workflow = self.get_object(request, object_id)
+        if workflow is None or not self.has_change_permission(request, workflow):
+            raise PermissionDenied
+        base = request.POST.get("base_version", "")
+        return workflow, int(base) if base.isdigit() else None
+
+    def revert_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
+        """Make an old version the newest again: a new version (a draft under review)."""
+        workflow, base = self._version_action_target(request, object_id)
+        history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
+        try:
+            version = services.workflow_version_revert(
+                workflow=workflow,
+                number=number,
+                user=request.user,
+                base=base,
+                comment=request.POST.get("comment", "").strip()[:1000],
+            )
+        except services.StaleEdit as exc:
+            messages.error(request, str(exc).replace("your edits are kept below: ", ""))
+            return HttpResponseRedirect(history)
+        except (services.ImportRefused, ConfigError) as exc:
+            messages.error(request, f"Version {number} cannot be restored: {exc}")
+            return HttpResponseRedirect(history)
+        messages.success(
+            request,
+            f"Reverted to version {number}: " + _version_saved_message(workflow, version),
+        )
+        return HttpResponseRedirect(f"{history}?to={version.number}")
+
+    def approve_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
+        """Approve the newest draft (another staff user's) and publish it."""
+        workflow, base = self._version_action_target(request, object_id)
+        history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
+        try:
+            services.workflow_version_approve(
+                workflow=workflow,
+                number=number,
+                user=request.user,
+                comment=request.POST.get("comment", "").strip()[:1000],
+                base=base,
+            )
+        except (services.ReviewRefused, services.StaleEdit) as exc:
+            messages.error(request, f"Not approved: {exc}")
+            return HttpResponseRedirect(f"{history}?to={number}")
+        messages.success(request, f"Approved version {number}: it is now published.")
+        return HttpResponseRedirect(f"{history}?to={number}")
+
+    def version_download_view(
+        self, request: HttpRequest, object_id: str, number: int
+    ) -> HttpResponse:
+        """Download one version's stored export (``?environment=production`` for that variant)."""
+        workflow = self.get_object(request, object_id)
+        if workflow is None or not self.has_view_or_change_permission(request, workflow):
+            raise PermissionDenied
+        environment = request.GET.get("environment", "development")
+        try:
+            exported = selectors.workflow_export_version(
+                workflow=workflow, environment=environment, version=number
+            )
+        except (selectors.UnknownEnvironment, selectors.VersionNotFound) as exc:
+            return HttpResponse(str(exc), status=404 if "version" in str(exc) else 400)
+        variant = ".production" if environment == "production" else ""
+        response = HttpResponse(exported.body, content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = (
+            f'attachment; filename="{workflow.name}.v{number}{variant}.context_variables.json"'
+        )
+        response["Cache-Control"] = "private, no-cache"
+        response["ETag"] = exported.etag
+        response["X-Context-Version"] = str(number)
+        return response
 
     def import_view(self, request: HttpRequest, object_id: str | None = None) -> HttpResponse:
         """Upload a context_variables.json, review the report and diff, then apply it."""
@@ -273,6 +469,8 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
             "name": name,
             "data": base64.b64encode(data).decode("ascii"),
             "diff": result.diff.lines(),
+            # The import counts as a save: applying it after someone else saved is refused.
+            "base": selectors.workflow_head_number(workflow=existing) if existing else None,
         }
         context.update(result=result, token=token, name=name, existing=existing)
 
@@ -301,7 +499,20 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
                 )
                 self._import_preview(request, context, form, name=name, data=data)
                 return TemplateResponse(request, "admin/contextadmin/workflow/import.html", context)
-            result = services.workflow_import(name=name, data=data, replace=True)
+            result = services.workflow_import(
+                name=name,
+                data=data,
+                replace=True,
+                user=request.user,
+                base=pending.get("base"),
+                comment=request.POST.get("comment", "").strip()[:1000],
+            )
+        except services.StaleEdit as exc:
+            messages.error(request, str(exc).replace("your edits are kept below: ", ""))
+            context["stale"] = exc
+            context["stale_diff"] = exc.diff()
+            self._import_preview(request, context, form, name=name, data=data)
+            return TemplateResponse(request, "admin/contextadmin/workflow/import.html", context)
         except ConfigError as exc:
             context["issues"] = exc.issues
             return TemplateResponse(request, "admin/contextadmin/workflow/import.html", context)
@@ -314,11 +525,89 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
         messages.success(
             request, f"{verb} {name} from context_variables.json ({result.diff.summary()})."
         )
+        if result.version is not None:
+            messages.info(request, _version_saved_message(workflow, result.version))
         for warning in result.warnings:
             messages.warning(request, warning)
         return HttpResponseRedirect(
             reverse("admin:contextadmin_workflow_change", args=[workflow.pk])
         )
+
+
+def _int_param(request: HttpRequest, name: str, default: int) -> int:
+    value = request.GET.get(name, "")
+    return int(value) if value.isdigit() and len(value) < 10 else default
+
+
+def _version_saved_message(workflow: Workflow, version: WorkflowVersion) -> str:
+    if workflow.published_version_id == version.pk:
+        return f"Saved as version {version.number}, published."
+    return (
+        f"Saved as version {version.number}, a draft: pipelines and new runs keep the "
+        "published version until another staff user approves it (History)."
+    )
+
+
+@admin.register(WorkflowVersion)
+class RecentChangesAdmin(admin.ModelAdmin):
+    """The audit trail: every save, import, revert and approval across all workflows."""
+
+    list_display = (
+        "created",
+        "workflow_link",
+        "version_link",
+        "action",
+        "who",
+        "comment",
+        "review",
+    )
+    list_display_links = None
+    list_filter = ("action", "workflow")
+    search_fields = ("workflow__name", "author_name", "approved_by_name", "comment")
+    list_select_related = ("workflow",)
+    ordering = ("-created", "-pk")
+    date_hierarchy = "created"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkflowVersion]:
+        return super().get_queryset(request).defer("export", "export_production")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm("contextadmin.view_workflow") or _may_edit_workflows(request)
+
+    @admin.display(description="workflow", ordering="workflow__name")
+    def workflow_link(self, obj: WorkflowVersion) -> str:
+        url = reverse("admin:contextadmin_workflow_change", args=[obj.workflow_id])
+        return format_html('<a href="{}">{}</a>', url, obj.workflow.name)
+
+    @admin.display(description="version", ordering="number")
+    def version_link(self, obj: WorkflowVersion) -> str:
+        url = reverse("admin:contextadmin_workflow_history", args=[obj.workflow_id])
+        return format_html('<a href="{}?to={}">version {}</a>', url, obj.number, obj.number)
+
+    @admin.display(description="by")
+    def who(self, obj: WorkflowVersion) -> str:
+        if obj.reverted_from:
+            return f"{obj.who} (to version {obj.reverted_from})"
+        return obj.who
+
+    @admin.display(description="review")
+    def review(self, obj: WorkflowVersion) -> str:
+        if obj.approved_at:
+            when = obj.approved_at.strftime("%Y-%m-%d %H:%M")
+            note = f": {obj.approval_comment}" if obj.approval_comment else ""
+            return f"approved by {obj.approved_by_name} at {when}{note}"
+        if obj.workflow.published_version_id == obj.pk:
+            return "published"
+        return "published earlier" if obj.published_at else "not published"
 
 
 # -- read-only lists: edits go through the workflow page, where the whole workflow is checked --

@@ -20,7 +20,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from contextadmin import specs
+from contextadmin import selectors, services, specs
 from contextadmin.models import (
     Category,
     DatabaseVariable,
@@ -390,6 +390,49 @@ def names_to_release(formsets: Sequence[forms.BaseFormSet]) -> list[int]:
             ):
                 ids.append(form.instance.pk)
     return ids
+
+
+class WorkflowForm(forms.ModelForm):
+    """The workflow itself, the page's concurrency token and a note for the version.
+
+    ``base_version`` is the version the page showed. Saving from an older one is refused
+    (``services.StaleEdit``): the page comes back with everything typed kept, the diff of what
+    changed meanwhile, and the token moved to the stored version so the next save goes through.
+    """
+
+    base_version = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+    version_comment = forms.CharField(
+        label="Change note",
+        required=False,
+        max_length=1000,
+        widget=forms.TextInput(attrs={"size": 60}),
+        help_text="Optional: why you change this, shown in History and to the reviewer.",
+    )
+    stale: Any = None
+
+    class Meta:
+        model = Workflow
+        fields = ("name", "description", "database_name")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["base_version"] = (
+                selectors.workflow_head_number(workflow=self.instance) if self.instance.pk else 0
+            )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        base = data.get("base_version")
+        if self.instance.pk and base is not None:
+            try:
+                services.workflow_edit_lock(workflow=self.instance, base=base)
+            except services.StaleEdit as exc:
+                self.stale = exc
+                self.data = self.data.copy()
+                self.data[self.add_prefix("base_version")] = str(exc.current.number)
+                raise ValidationError(str(exc), code="stale") from None
+        return data
 
 
 class ImportUploadForm(forms.Form):

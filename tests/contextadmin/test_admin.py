@@ -71,14 +71,20 @@ def test_change_page_shows_every_category_and_the_buttons(
         "Triggers",
     ):
         assert title in html
-    assert 'href="/api/workflows/Generator/context_variables.json"' in html
-    assert 'href="/api/workflows/Generator/context_variables.json?environment=production"' in html
+    # The downloads are the version the page shows, named after the workflow and variant.
+    download = f"/admin/contextadmin/workflow/{generator.pk}/history/1/context_variables.json"
+    assert f'href="{download}" download="Generator.v1.context_variables.json"' in html
+    assert (
+        f'href="{download}?environment=production" '
+        'download="Generator.v1.production.context_variables.json"'
+    ) in html
     assert f'href="/admin/contextadmin/workflow/{generator.pk}/import/"' in html
     assert 'href="/workflows/Generator/preview/"' in html
-    assert ">Download context_variables.json<" in html
+    assert ">Download Generator.v1.context_variables.json<" in html
     assert ">Download production variant<" in html
     assert ">Import…<" in html
-    assert ">Open in inspector<" in html
+    assert ">Open context preview in inspector<" in html
+    assert f'href="/admin/contextadmin/workflow/{generator.pk}/history/"' in html
 
 
 def test_each_category_form_shows_only_its_own_fields(

@@ -70,7 +70,9 @@ def test_import_creates_and_prints_the_diff(example_bytes: bytes, tmp_path: Path
     path.write_bytes(example_bytes)
     out, err = run("import_context", str(path), "--workflow", "Generator")
     assert "+ derived variable interview_complete: boolean, 1 trigger" in out
-    assert out.rstrip().endswith("created workflow Generator: 7 added, 0 removed, 0 changed")
+    assert out.rstrip().endswith(
+        "created workflow Generator: 7 added, 0 removed, 0 changed\nversion 1, published"
+    )
     assert err == ""
     assert json.loads(
         selectors.workflow_export(workflow=Workflow.objects.get(name="Generator"))

@@ -58,6 +58,17 @@ def test_invalid_file_shows_the_report_with_json_paths(
     assert db_dump() == before
 
 
+def diff_entry(change: str, subject: str, detail: str) -> str:
+    """Return how the shared diff template renders one entry with one detail."""
+    symbol = {"added": "+", "removed": "-", "changed": "~"}[change]
+    return (
+        f'<li class="diff-entry diff-{change}"><span class="diff-symbol" aria-hidden="true">'
+        f'{symbol}</span> <span class="diff-change">{change}</span> '
+        f'<strong class="diff-subject">{subject}</strong>\n      '
+        f'<ul class="diff-details"><li>{detail}</li></ul>'
+    )
+
+
 @pytest.mark.parametrize(
     "content",
     [b"{", b"\xff\xfe\x00", b"[1]", b"[" * 100_000, b'{"handoffs": ' + b"9" * 5000 + b"}"],
@@ -74,7 +85,7 @@ def test_new_workflow_preview_then_apply(staff_client: Client, example_bytes: by
     response = upload(staff_client, IMPORT_URL, "Fresh", example_bytes)
     html = response.content.decode()
     assert "Creates workflow Fresh: 7 added, 0 removed, 0 changed" in html
-    assert "+ derived variable interview_complete: boolean, 1 trigger" in html
+    assert diff_entry("added", "derived variable interview_complete", "boolean, 1 trigger") in html
     assert not Workflow.objects.exists(), "a preview changes nothing"
 
     response = apply(staff_client, IMPORT_URL, response)
@@ -95,7 +106,14 @@ def test_replace_existing_workflow(
     response = upload(staff_client, into_url(generator), "Generator", json.dumps(changed).encode())
     html = response.content.decode()
     assert "Replaces the definitions of Generator: 0 added, 0 removed, 1 changed" in html
-    assert "~ declarative variable product_tier: value &quot;beta&quot; → &quot;ga&quot;" in html
+    assert (
+        diff_entry(
+            "changed",
+            "declarative variable product_tier",
+            "value &quot;beta&quot; → &quot;ga&quot;",
+        )
+        in html
+    )
     assert "variables: legacy key ignored" in html
 
     response = apply(staff_client, into_url(generator), response)
@@ -147,7 +165,7 @@ def test_definitions_changed_since_the_preview(
     html = response.content.decode()
     assert (
         "changed since the preview" in html
-        and "~ declarative variable max_items: value 99 → 25" in html
+        and diff_entry("changed", "declarative variable max_items", "value 99 → 25") in html
     )
     assert db_dump() == before
 

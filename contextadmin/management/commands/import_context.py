@@ -25,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="validate and diff; change nothing"
         )
+        parser.add_argument(
+            "--comment", default="", help="note recorded with the new version (History)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = self._read(options["file"])
@@ -34,6 +37,7 @@ class Command(BaseCommand):
                 data=data,
                 replace=options["replace"],
                 dry_run=options["dry_run"],
+                comment=options["comment"],
             )
         except ConfigError as exc:
             for issue in exc.issues:
@@ -51,6 +55,13 @@ class Command(BaseCommand):
         if not options["dry_run"]:
             verb = "created" if result.created else "replaced"
         self.stdout.write(f"{verb} workflow {options['workflow']}: {result.diff.summary()}")
+        if result.version is not None:
+            state = (
+                "published"
+                if result.version.published_at is not None
+                else "a draft awaiting review (CONTEXTADMIN_REVIEW=on)"
+            )
+            self.stdout.write(f"version {result.version.number}, {state}")
 
     def _read(self, name: str) -> bytes:
         if name == "-":
