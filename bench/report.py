@@ -48,6 +48,18 @@ METHOD = """\
   (MongoDB wire protocol over loopback TCP) with round trips counted by a pymongo
   `CommandListener`; B7 is the pure engine (no database), its flips checked against the naive
   scan's.
+- B10 and B11 (`bench/scale.py`) each run on their own fresh database and Daphne (in-memory
+  layer). B10 POSTs one run's events in batches of 1,000 with `seq`, back to back, and at
+  100,000 events (the baseline) and at 1,000,000 measures: the database's growth per event
+  (SQLite: main file + WAL after a `wal_checkpoint(TRUNCATE)`, per table from `dbstat`;
+  PostgreSQL: `pg_database_size`), `GET /runs/<id>/` as the staff user, the page made usable
+  (that GET, then its inspector socket from the page's `stream_after`: the snapshot and every
+  later event), `GET /api/runs/<id>/state/?at=<random seq>` with the token, and the Daphne's
+  RSS (`/proc/<pid>/status`). B11 starts 1,000 runs (100 per API token), opens one
+  `/ws/ingest/` socket per run and 100 inspector sockets on every 10th run, sends each run 1
+  event/s (the runs' phases spread over the second) for 5 s of warm-up and 60 s measured,
+  and times each event from just before its frame's send to its arrival on the inspector
+  (and to its ack); the baseline is the same with 10 runs on a fresh Daphne.
 - The two cores may be shared with other work: a full run waits before each figure (up to
   180 s) until the CPUs are idle, and every line ends with the 1-minute load average, how busy
   the CPUs were just before the figure and how much of them other work (processes that are
