@@ -183,7 +183,10 @@ function bends(edges, places, width) {
       base *= Math.sign(normalX) === outward ? 1 : -1;
     }
     const step = parallel === 0 ? 0 : (parallel % 2 ? 1 : -1) * Math.ceil(parallel / 2) * BEND;
-    return { bend: base + step, labelAt: [0.5, 0.64, 0.36][out % 3] }; // fanned-out labels stagger
+    if (span >= 2) { // the label sits at the curve's apex, beside the agents it passes, not on them
+      return { bend: base + step, labelAt: 0.5, side: Math.sign(-(b.y - a.y) * (base + step)) };
+    }
+    return { bend: base + step, labelAt: [0.5, 0.64, 0.36][out % 3], side: 0 }; // fanned-out labels stagger
   });
 }
 
@@ -201,9 +204,11 @@ function drawEdge(edge, places, shape, onJump) {
   const { d, label, xs } = geometry(a, b, shape.bend, shape.labelAt);
   const taken = edge.seqs.length > 0;
   const text = edge.rule === null ? "no rule" : clip(edge.condition, LABEL_CHARS);
-  const width = text.length * CHAR_W + 8;
-  const left = Math.min(...xs, label.x - width / 2);
-  const right = Math.max(...xs, label.x + width / 2);
+  const shown = taken && edge.seqs.length > 1 ? `${text} ×${edge.seqs.length}` : text;
+  const width = shown.length * CHAR_W + 8;
+  const x0 = shape.side > 0 ? label.x + 3 : shape.side < 0 ? label.x - width - 3 : label.x - width / 2;
+  const left = Math.min(...xs, x0);
+  const right = Math.max(...xs, x0 + width);
   const jump = () => onJump?.(edge.seqs.at(-1));
   const node = svg("g", {
     ...(taken ? { // a taken edge links to the event that last took it, as the timeline's marks do
@@ -218,9 +223,8 @@ function drawEdge(edge, places, shape, onJump) {
   },
   svg("title", {}, edgeTitle(edge)),
   svg("path", { d, class: "edge-line", "marker-end": `url(#${taken ? "graph-arrow-taken" : "graph-arrow"})` }),
-  svg("rect", { x: label.x - width / 2, y: label.y - 9, width, height: 18, rx: 4, class: "edge-label-bg" }),
-  svg("text", { x: label.x, y: label.y + 4, class: "edge-label", "text-anchor": "middle" },
-    taken && edge.seqs.length > 1 ? `${text} ×${edge.seqs.length}` : text));
+  svg("rect", { x: x0, y: label.y - 9, width, height: 18, rx: 4, class: "edge-label-bg" }),
+  svg("text", { x: x0 + width / 2, y: label.y + 4, class: "edge-label", "text-anchor": "middle" }, shown));
   return { node, left, right };
 }
 
@@ -286,10 +290,10 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
       "aria-label": `Agents graph: ${agents.length} agents, ${rules.length} hand-off rules, ${path.length} taken`,
     },
     svg("defs", {}, marker("graph-arrow"), marker("graph-arrow-taken")),
-    // untaken edges first, so the highlighted ones are drawn on top of them
+    // the agents first, so no label hides behind one; then the untaken edges, then the taken
+    agents.map((name) => drawNode(name, places.get(name), state)),
     drawn.filter(({ edge }) => !edge.seqs.length).map(({ node }) => node),
-    drawn.filter(({ edge }) => edge.seqs.length).map(({ node }) => node),
-    agents.map((name) => drawNode(name, places.get(name), state))),
+    drawn.filter(({ edge }) => edge.seqs.length).map(({ node }) => node)),
     el("p", { class: "graph-summary" }, summary),
     el("p", { class: "graph-legend muted" },
       el("span", { class: "legend legend-taken" }, "taken"), " ",
