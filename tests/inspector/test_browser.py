@@ -449,6 +449,7 @@ def test_run_page_screenshots_at_desktop_and_narrow_widths(page, live):
     page.screenshot(path=str(OUTPUT / "run-page.png"), full_page=True)
     page.emulate_media(color_scheme="dark")
     page.locator("#graph").screenshot(path=str(OUTPUT / "run-graph-dark.png"))
+    page.screenshot(path=str(OUTPUT / "run-page-dark.png"), full_page=True)
     page.emulate_media(color_scheme="light")
     page.locator("#graph").screenshot(path=str(OUTPUT / "run-graph.png"))
     page.set_viewport_size({"width": 390, "height": 844})
