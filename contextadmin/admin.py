@@ -490,6 +490,13 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
             raise PermissionDenied
         form = ImportUploadForm(initial={"name": name})
         context["form"] = form
+        head = selectors.workflow_head(workflow=existing) if existing else None
+        if head is not None and pending.get("base") is not None and head.number != pending["base"]:
+            # Saved (or imported, or reverted) since the preview: say who and when, show what.
+            stale = services.StaleEdit(workflow=existing, base=pending["base"], current=head)
+            context.update(stale=stale, stale_diff=stale.diff())
+            self._import_preview(request, context, form, name=name, data=data)
+            return TemplateResponse(request, "admin/contextadmin/workflow/import.html", context)
         try:
             preview = services.workflow_import(name=name, data=data, replace=True, dry_run=True)
             if preview.diff.lines() != pending["diff"]:
@@ -508,7 +515,6 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
                 comment=request.POST.get("comment", "").strip()[:1000],
             )
         except services.StaleEdit as exc:
-            messages.error(request, str(exc).replace("your edits are kept below: ", ""))
             context["stale"] = exc
             context["stale_diff"] = exc.diff()
             self._import_preview(request, context, form, name=name, data=data)

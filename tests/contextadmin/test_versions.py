@@ -1,0 +1,486 @@
+"""Versions (issue 16): every save, import and revert is one numbered version; stale edits are
+refused; with review on a save is a draft until another staff user approves it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import reversion
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from reversion.models import Version
+
+from contextadmin import selectors, services
+from contextadmin.models import Trigger, Variable, VersionAction, Workflow, WorkflowVersion
+from tests.contextadmin.formdata import form_data
+
+pytestmark = pytest.mark.django_db
+
+
+def change_url(workflow: Workflow) -> str:
+    return reverse("admin:contextadmin_workflow_change", args=[workflow.pk])
+
+
+def history_url(workflow: Workflow) -> str:
+    return reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
+
+
+def page_data(client: Client, workflow: Workflow) -> dict[str, Any]:
+    response = client.get(change_url(workflow))
+    assert response.status_code == 200
+    data = form_data(response.content.decode())
+    data["_continue"] = "Save and continue editing"
+    return data
+
+
+def field(data: dict[str, Any], category: str, name: str, key: str) -> str:
+    """Return the post key of one field of the variable called ``name``."""
+    for post_key, value in data.items():
+        if post_key.startswith(category) and post_key.endswith("-name") and value == name:
+            return post_key.removesuffix("name") + key
+    raise KeyError(name)
+
+
+def other_staff(username: str = "reviewer") -> Any:
+    return get_user_model().objects.create_superuser(username, f"{username}@example.com", "pw-pw-1")
+
+
+def client_for(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def versions(workflow: Workflow) -> list[tuple[int, str, str]]:
+    return [
+        (v.number, v.action, v.author_name)
+        for v in WorkflowVersion.objects.filter(workflow=workflow).order_by("number")
+    ]
+
+
+# -- versions are recorded ----------------------------------------------------------------------
+def test_import_is_version_one_with_a_revision_of_every_row(generator: Workflow) -> None:
+    version = WorkflowVersion.objects.get(workflow=generator)
+    assert (version.number, version.action, version.who) == (1, "import", "command line")
+    assert generator.published_version_id == version.pk
+    assert version.export.encode() == selectors.workflow_export(workflow=generator)
+    assert version.export_production.encode() == selectors.workflow_export(
+        workflow=generator, environment="production"
+    )
+    # One reversion revision: the workflow, its variables, hand-offs and (grand-child) triggers.
+    stored = Version.objects.filter(revision=version.revision)
+    models = sorted({v.content_type.model for v in stored})
+    assert models == ["trigger", "variable", "workflow"]
+    assert stored.filter(content_type__model="variable").count() == Variable.objects.count()
+    assert stored.filter(content_type__model="trigger").count() == Trigger.objects.count()
+
+
+def test_admin_save_records_a_published_version_with_author_and_note(
+    staff_client: Client, generator: Workflow
+) -> None:
+    data = page_data(staff_client, generator)
+    data[field(data, "declarative", "max_items", "value")] = "30"
+    data["version_comment"] = "raise the cap"
+    response = staff_client.post(change_url(generator), data)
+    assert response.status_code == 302
+    latest = WorkflowVersion.objects.get(workflow=generator, number=2)
+    assert (latest.action, latest.author_name, latest.comment) == (
+        "save",
+        "operator",
+        "raise the cap",
+    )
+    generator.refresh_from_db()
+    assert generator.published_version_id == latest.pk
+    assert json.loads(latest.export)["context_variables"]["declarative_variables"][1]["value"] == 30
+    messages = [str(m) for m in response.wsgi_request._messages]
+    assert "Saved as version 2, published." in messages
+
+
+def test_a_save_without_changes_records_no_version(
+    staff_client: Client, generator: Workflow
+) -> None:
+    response = staff_client.post(change_url(generator), page_data(staff_client, generator))
+    assert response.status_code == 302
+    assert versions(generator) == [(1, "import", "")]
+
+
+def test_a_revision_follows_handoffs(db: None, example: dict[str, Any]) -> None:
+    example["handoffs"] = [
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "PlannerAgent",
+            "condition": "${interview_complete}",
+            "description": "",
+        }
+    ]
+    result = services.workflow_import(name="Flow", data=json.dumps(example))
+    assert result.version is not None
+    kinds = {v.content_type.model for v in Version.objects.filter(revision=result.version.revision)}
+    assert "handoff" in kinds
+    assert reversion.is_registered(Workflow)
+
+
+# -- no lost update -----------------------------------------------------------------------------
+def test_a_stale_save_is_refused_with_who_when_and_the_diff_and_keeps_what_was_typed(
+    staff_client: Client, generator: Workflow
+) -> None:
+    colleague = other_staff("colleague")
+    tab_a = page_data(client_for(colleague), generator)
+    tab_b = page_data(staff_client, generator)  # opened before tab A saves
+
+    tab_a[field(tab_a, "declarative", "max_items", "value")] = "30"
+    assert client_for(colleague).post(change_url(generator), tab_a).status_code == 302
+
+    tab_b[field(tab_b, "declarative", "product_tier", "value")] = "ga"
+    response = staff_client.post(change_url(generator), tab_b)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "version 2 was saved by colleague at" in html
+    assert 'id="stale-diff"' in html
+    assert "declarative variable max_items" in html and "value 25 → 30" in html
+    # What tab B typed is still on the page, and the stored definitions are tab A's.
+    again = form_data(html)
+    assert again[field(again, "declarative", "product_tier", "value")] == "ga"
+    assert again["base_version"] == "2"
+    stored = json.loads(selectors.workflow_export(workflow=generator))
+    assert [v["value"] for v in stored["context_variables"]["declarative_variables"]] == [
+        "beta",
+        30,
+    ]
+    # Having seen the diff, tab B merges tab A's change into what it typed and saves again.
+    again[field(again, "declarative", "max_items", "value")] = "30"
+    again["_continue"] = "Save and continue editing"
+    assert staff_client.post(change_url(generator), again).status_code == 302
+    stored = json.loads(selectors.workflow_export(workflow=generator))
+    assert [v["value"] for v in stored["context_variables"]["declarative_variables"]] == [
+        "ga",
+        30,
+    ]
+    assert versions(generator)[-2:] == [(2, "save", "colleague"), (3, "save", "operator")]
+
+
+def test_an_import_counts_as_a_save_for_a_page_opened_before_it(
+    staff_client: Client, generator: Workflow, example: dict[str, Any]
+) -> None:
+    tab = page_data(staff_client, generator)
+    example["context_variables"]["declarative_variables"][0]["value"] = "imported"
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True)
+    tab[field(tab, "declarative", "max_items", "value")] = "31"
+    response = staff_client.post(change_url(generator), tab)
+    assert response.status_code == 200
+    assert "was imported by command line" in response.content.decode()
+    assert versions(generator)[-1] == (2, "import", "")
+
+
+def test_an_import_preview_made_before_a_save_is_not_applied(
+    staff_client: Client, generator: Workflow, example: dict[str, Any]
+) -> None:
+    import_url = reverse("admin:contextadmin_workflow_import_into", args=[generator.pk])
+    changed = copy.deepcopy(example)
+    changed["context_variables"]["declarative_variables"][0]["value"] = "ga"
+    preview = staff_client.post(
+        import_url,
+        {"step": "upload", "name": "Generator", "file": _upload(json.dumps(changed).encode())},
+    )
+    assert preview.status_code == 200 and preview.context["token"]
+    # Someone saves the workflow page between the preview and the apply.
+    data = page_data(client_for(other_staff()), generator)
+    data[field(data, "declarative", "max_items", "value")] = "40"
+    assert (
+        client_for(get_user_model().objects.get(username="reviewer"))
+        .post(change_url(generator), data)
+        .status_code
+        == 302
+    )
+
+    response = staff_client.post(import_url, {"step": "apply", "token": preview.context["token"]})
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Not imported: the workflow changed since the preview" in html
+    assert "Version 2 was saved by reviewer at" in html
+    assert "value 25 → 40" in html  # what the save changed
+    assert response.context["token"]  # a fresh preview, to apply after reading the diff
+    assert versions(generator)[-1] == (2, "save", "reviewer")
+
+
+def test_import_with_a_stale_base_raises(generator: Workflow, example_bytes: bytes) -> None:
+    services.workflow_import(name="Generator", data=example_bytes, replace=True, base=1)
+    with pytest.raises(services.StaleEdit) as caught:
+        services.workflow_import(name="Generator", data=example_bytes, replace=True, base=1)
+    assert caught.value.current.number == 2
+    assert "version 2 was imported by command line" in str(caught.value)
+
+
+# -- history, diff, revert ----------------------------------------------------------------------
+def test_history_page_lists_versions_and_diffs_any_two(
+    staff_client: Client, generator: Workflow, example: dict[str, Any]
+) -> None:
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(
+        name="Generator", data=json.dumps(example), replace=True, comment="cap 50"
+    )
+    response = staff_client.get(history_url(generator))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="version-1"' in html and 'id="version-2"' in html
+    assert "Version 1 → version 2: 0 added, 0 removed, 1 changed" in html
+    assert "value 25 → 50" in html and "cap 50" in html
+
+    response = staff_client.get(history_url(generator) + "?from=2&to=1")
+    assert "value 50 → 25" in response.content.decode()
+
+
+def test_revert_is_a_new_version_with_the_old_definitions(
+    staff_client: Client, generator: Workflow, example: dict[str, Any]
+) -> None:
+    original = selectors.workflow_export(workflow=generator)
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True)
+
+    url = reverse("admin:contextadmin_workflow_revert", args=[generator.pk, 1])
+    response = staff_client.post(url, {"base_version": "2"})
+
+    assert response.status_code == 302 and response["Location"].endswith("?to=3")
+    assert selectors.workflow_export(workflow=generator) == original
+    latest = WorkflowVersion.objects.get(workflow=generator, number=3)
+    assert (latest.action, latest.reverted_from, latest.author_name) == ("revert", 1, "operator")
+    # A revert from a stale History page is refused like a stale save.
+    response = staff_client.post(url, {"base_version": "2"}, follow=True)
+    assert "version 3 was reverted by operator" in response.content.decode()
+    assert WorkflowVersion.objects.filter(workflow=generator).count() == 3
+
+
+def test_revert_needs_post_and_change_permission(client: Client, generator: Workflow) -> None:
+    viewer = get_user_model().objects.create_user("viewer", password="pw", is_staff=True)
+    client.force_login(viewer)
+    url = reverse("admin:contextadmin_workflow_revert", args=[generator.pk, 1])
+    assert client.post(url, {"base_version": "1"}).status_code == 403
+
+
+# -- review -------------------------------------------------------------------------------------
+@pytest.fixture
+def review_on(settings: Any, generator: Workflow) -> None:
+    """Review turned on after the generator's version 1 was published."""
+    settings.CONTEXTADMIN_REVIEW = "on"
+
+
+def test_with_review_a_save_is_a_draft_that_pipelines_do_not_get(
+    review_on: None, staff_client: Client, generator: Workflow
+) -> None:
+    published = selectors.workflow_export_version(workflow=generator)
+    data = page_data(staff_client, generator)
+    data[field(data, "declarative", "max_items", "value")] = "30"
+    response = staff_client.post(change_url(generator), data)
+    assert response.status_code == 302
+    messages = [str(m) for m in response.wsgi_request._messages]
+    assert any("Saved as version 2, a draft" in m for m in messages)
+
+    generator.refresh_from_db()
+    served = selectors.workflow_export_version(workflow=generator)
+    assert (served.number, served.status, served.body) == (1, "published", published.body)
+    assert served.etag == published.etag  # a pipeline's If-None-Match poll stays 304
+    draft = selectors.workflow_export_version(workflow=generator, version="draft")
+    assert (draft.number, draft.status) == (2, "draft")
+    assert json.loads(draft.body)["context_variables"]["declarative_variables"][1]["value"] == 30
+    assert selectors.workflow_export_version(workflow=generator, version=2).body == draft.body
+
+
+def test_the_author_cannot_approve_their_own_draft(
+    review_on: None, staff: Any, staff_client: Client, generator: Workflow, example: dict
+) -> None:
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, user=staff)
+    page = staff_client.get(history_url(generator)).content.decode()
+    assert "You wrote this draft: a different staff user must approve it." in page
+    url = reverse("admin:contextadmin_workflow_approve", args=[generator.pk, 2])
+    response = staff_client.post(url, {"base_version": "2"}, follow=True)
+    assert "you cannot approve your own draft" in response.content.decode()
+    generator.refresh_from_db()
+    assert selectors.workflow_export_version(workflow=generator).number == 1
+
+
+def test_another_staff_user_approves_and_that_publishes(
+    review_on: None, staff: Any, generator: Workflow, example: dict
+) -> None:
+    before = selectors.workflow_export_version(workflow=generator)
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, user=staff)
+    reviewer = client_for(other_staff())
+    page = reviewer.get(history_url(generator)).content.decode()
+    assert "Approve and publish version 2" in page
+
+    url = reverse("admin:contextadmin_workflow_approve", args=[generator.pk, 2])
+    response = reviewer.post(url, {"base_version": "2", "comment": "looks right"})
+
+    assert response.status_code == 302
+    generator.refresh_from_db()
+    served = selectors.workflow_export_version(workflow=generator)
+    assert (served.number, served.status) == (2, "published")
+    assert served.etag != before.etag
+    version = WorkflowVersion.objects.get(workflow=generator, number=2)
+    assert (version.approved_by_name, version.approval_comment) == ("reviewer", "looks right")
+    changes = reviewer.get(reverse("admin:contextadmin_workflowversion_changelist"))
+    assert "approved by reviewer" in changes.content.decode()
+
+
+def test_an_edit_after_the_reviewer_opened_the_draft_withdraws_it(
+    review_on: None, staff: Any, generator: Workflow, example: dict
+) -> None:
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, user=staff)
+    reviewer = client_for(other_staff())
+    reviewer.get(history_url(generator))  # the reviewer reads draft 2 ...
+    example["context_variables"]["declarative_variables"][1]["value"] = 5000
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, user=staff)
+    # ... and approves what they read: refused, version 3 is what would be published.
+    url = reverse("admin:contextadmin_workflow_approve", args=[generator.pk, 2])
+    response = reviewer.post(url, {"base_version": "2"}, follow=True)
+    assert "Not approved" in response.content.decode()
+    generator.refresh_from_db()
+    assert selectors.workflow_export_version(workflow=generator).number == 1
+    with pytest.raises(services.ReviewRefused, match="not the newest"):
+        services.workflow_version_approve(
+            workflow=generator, number=2, user=get_user_model().objects.get(username="reviewer")
+        )
+
+
+def test_a_revert_goes_through_review(
+    review_on: None, staff: Any, generator: Workflow, example: dict
+) -> None:
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, user=staff)
+    reviewer = other_staff()
+    services.workflow_version_approve(workflow=generator, number=2, user=reviewer)
+    version = services.workflow_version_revert(workflow=generator, number=1, user=staff, base=2)
+    generator.refresh_from_db()
+    assert version.number == 3
+    assert selectors.workflow_export_version(workflow=generator).number == 2
+    assert selectors.workflow_export_version(workflow=generator, version="draft").number == 3
+
+
+# -- selectors and commands ---------------------------------------------------------------------
+def test_export_version_errors_name_the_field(generator: Workflow) -> None:
+    with pytest.raises(selectors.VersionNotFound, match=r"^version: Generator has no version 9"):
+        selectors.workflow_export_version(workflow=generator, version=9)
+    with pytest.raises(selectors.UnknownEnvironment):
+        selectors.workflow_export_version(workflow=generator, environment="staging")
+    with pytest.raises(selectors.VersionNotFound, match=r"^version: expected"):
+        selectors.version_parse("latest")
+    assert selectors.version_parse("") is None
+    assert selectors.version_parse("draft") == "draft"
+    assert selectors.version_parse("12") == 12
+
+
+def test_a_workflow_without_versions_is_served_from_its_rows(db: None) -> None:
+    workflow = Workflow.objects.create(name="Bare")
+    served = selectors.workflow_export_version(workflow=workflow)
+    assert served.number is None and served.status == "unversioned"
+    assert served.body == selectors.workflow_export(workflow=workflow)
+
+
+def test_published_config_is_what_a_run_pins(review_on: None, generator: Workflow) -> None:
+    config, number = selectors.workflow_published_config(workflow=generator)
+    assert number == 1
+    assert config.context_variables.declarative_variables[1].value == 25
+
+
+def test_export_context_version_option(
+    generator: Workflow, example: dict, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True)
+    call_command("export_context", "Generator", "--version", "1")
+    out, err = capsys.readouterr()
+    assert json.loads(out)["context_variables"]["declarative_variables"][1]["value"] == 25
+    assert "Generator version 1 (superseded)" in err
+    call_command("export_context", "Generator")
+    out, err = capsys.readouterr()
+    assert json.loads(out)["context_variables"]["declarative_variables"][1]["value"] == 50
+    assert "version 2 (published)" in err
+
+
+# -- query counts -------------------------------------------------------------------------------
+def _workflow_of(size: int, name: str) -> Workflow:
+    document = {
+        "context_variables": {
+            "declarative_variables": [
+                {"name": f"v_{i}", "type": "integer", "description": "", "value": i}
+                for i in range(size)
+            ],
+            "derived_variables": [
+                {
+                    "name": f"d_{i}",
+                    "type": "boolean",
+                    "description": "",
+                    "triggers": [{"type": "agent_turn_count", "agent": "A", "count": 2}],
+                }
+                for i in range(size)
+            ],
+        }
+    }
+    services.workflow_import(name=name, data=json.dumps(document))
+    document["context_variables"]["declarative_variables"][0]["value"] = 99
+    services.workflow_import(name=name, data=json.dumps(document), replace=True)
+    return Workflow.objects.get(name=name)
+
+
+def _queries(action: Any) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        action()
+    return len(captured.captured_queries)
+
+
+def test_history_page_and_export_by_version_take_constant_queries(
+    staff_client: Client,
+) -> None:
+    small, large = _workflow_of(2, "Small"), _workflow_of(150, "Large")
+    counts = {}
+    for workflow in (small, large):
+        staff_client.get(history_url(workflow))  # warm the session and content types
+        counts[workflow.name] = (
+            _queries(lambda w=workflow: staff_client.get(history_url(w))),
+            _queries(lambda w=workflow: staff_client.get(history_url(w) + "?from=1&to=2")),
+            _queries(
+                lambda w=workflow: selectors.workflow_export_version(
+                    workflow=w, version=1, environment="production"
+                )
+            ),
+            _queries(lambda w=workflow: selectors.workflow_export_version(workflow=w)),
+        )
+    assert counts["Small"] == counts["Large"]
+    assert counts["Large"][2] == 1 and counts["Large"][3] == 1
+    assert counts["Large"][0] <= 12
+
+
+def test_recent_changes_lists_imports_saves_and_reverts_across_workflows(
+    staff_client: Client, generator: Workflow, example_bytes: bytes
+) -> None:
+    services.workflow_import(name="Other", data=example_bytes)
+    services.workflow_version_revert(
+        workflow=generator,
+        number=1,
+        user=get_user_model().objects.get(username="operator"),
+        base=1,
+    )
+    response = staff_client.get(reverse("admin:contextadmin_workflowversion_changelist"))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Recent changes" in html
+    for text in ("Other", "Generator", "imported", "reverted", "operator (to version 1)"):
+        assert text in html
+    assert WorkflowVersion.objects.filter(action=VersionAction.REVERT).count() == 1
+
+
+def _upload(data: bytes) -> Any:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile("context_variables.json", data, content_type="application/json")
