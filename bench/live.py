@@ -237,17 +237,15 @@ async def product_latency(
     events: int,
     warmup: int,
     rate: float,
-    query: str = "",
 ) -> Delivery:
     """A runtime POSTs its events (one per request while answers keep up); inspectors, spread
-    over ``watch_on``, get them. With a ``query`` string the POSTs take Django's request
-    handler instead of the fast path (runs.routing sends any request with a query to Django)."""
+    over ``watch_on``, get them."""
     run_id = await start_run(post_to, site)
     servers = list(itertools.islice(itertools.cycle(watch_on), sockets))
     inspectors = await asyncio.gather(*(open_inspector(s, site, run_id) for s in servers))
     await asyncio.sleep(SETTLE_S)  # the sockets' snapshot reads are done: measure steady state
     http = Http("127.0.0.1", post_to.port, token=site.token)
-    path = f"/api/runs/{run_id}/events/{query}"
+    path = f"/api/runs/{run_id}/events/"
 
     async def send(indices: list[int]) -> list[int]:
         body = orjson.dumps({"events": [event(index) for index in indices]})
@@ -292,14 +290,11 @@ async def product_latency_ws(
 
 
 async def unauthorized_floor(
-    server: Daphne, *, requests: int, rate: float, concurrency: int, query: str = ""
+    server: Daphne, *, requests: int, rate: float, concurrency: int
 ) -> list[float]:
-    """What bounds B1: the same POST, answered 401 by ``api.events_post`` before any database
-    access: everything a real ingest request pays before its first query. Paced like B1.
-
-    Without ``query``: Daphne and the fast path (runs.events_http); with one, Daphne and
-    Django's request handling, middleware and view.
-    """
+    """What bounds B1 over HTTP: the same POST, answered 401 before any database access
+    (Daphne, Django's request handling, middleware and the view): everything a real ingest
+    request pays before its first query. Paced like B1."""
     pool = HttpPool(server.port, None)
     body = orjson.dumps({"events": [event(1)]})
     times: list[float] = []
@@ -308,7 +303,7 @@ async def unauthorized_floor(
     async def one() -> None:
         began = perf()
         try:
-            await pool.post(f"/api/runs/floor/events/{query}", body)
+            await pool.post("/api/runs/floor/events/", body)
         except HttpError as exc:
             if exc.status != 401:
                 raise

@@ -66,6 +66,11 @@ class IngestBatcher:
             self._enqueue("close", close)
             self.closing = True
 
+    async def flushed(self) -> None:
+        """Wait until everything queued so far is handled."""
+        while self._flusher is not None and not self._flusher.done():
+            await self._flusher
+
     async def drain(self) -> None:
         """Wait until what was queued is ingested (replies to a gone socket are dropped)."""
         self.disconnected = True

@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 
 from contextadmin.models import Workflow
 from contextadmin.selectors import workflow_config
-from runs.engine import DerivedContextManager, RunState, build_context
+from runs.engine import ContextError, RunState, build_context, context_from_supplied
 from runs.engine.format import (
     ENTERPRISE_ID_MAX_CHARS,
     ENVIRONMENTS,
@@ -104,39 +104,27 @@ def run_start(
         ) from None
     definitions_bytes = config_export_bytes(config)
     definitions = orjson.loads(definitions_bytes)
-    manager = DerivedContextManager(config)
-    if context is None:
-        environ = {**os.environ, "ENVIRONMENT": environment}
-        built = build_context(
-            config,
-            workflow_name=workflow_name,
-            enterprise_id=enterprise_id,
-            environ=environ,
-            mongo=mongo_client_get(),
-        )
-        values, provenance, warnings = (
-            dict(built.values),
-            dict(built.provenance),
-            list(built.warnings),
-        )
-    else:
-        categories = config.categories()
-        values = {**manager.defaults(), **context}
-        values.setdefault("enterprise_id", enterprise_id)
-        values.setdefault("workflow_name", workflow_name)
-        provenance = {
-            name: {
-                "category": categories.get(
-                    name, "base" if name in ("enterprise_id", "workflow_name") else "supplied"
-                ),
-                "source": "runtime" if name in context else "derived",
-                "status": "resolved" if name in context else "default",
-                "reason": "supplied by the runtime at start" if name in context else None,
-            }
-            for name in values
-        }
-        warnings = []
-    state = RunState(config, values)
+    try:
+        if context is None:
+            built = build_context(
+                config,
+                workflow_name=workflow_name,
+                enterprise_id=enterprise_id,
+                environ={**os.environ, "ENVIRONMENT": environment},
+                mongo=mongo_client_get(),
+            )
+        else:  # the runtime built it; the engine still applies the rules (types, production)
+            built = context_from_supplied(
+                config,
+                context,
+                workflow_name=workflow_name,
+                enterprise_id=enterprise_id,
+                environment=environment,
+            )
+        state = RunState(config, built.values, environment=environment)
+    except ContextError as exc:
+        raise BadRequest(exc.problems[0], problems=exc.problems) from None
+    provenance, warnings = dict(built.provenance), list(built.warnings)
     try:
         with transaction.atomic():
             _token_runs_check(token, lock=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.support.processes import PROJECT
 
-A_DATABASE_TEST = "tests/runs/test_db.py::test_a_locked_read_of_an_unknown_run_is_none"
+A_DATABASE_TEST = "tests/runs/test_api.py::test_tokens_are_stored_hashed"
 
 
 def test_a_test_run_removes_its_database_and_wal_files(tmp_path: Path) -> None:

@@ -37,12 +37,22 @@ def test_start_builds_the_context_with_the_engine(api: Api):
 
 
 def test_start_with_a_supplied_context_keeps_it_and_seeds_derived_defaults(api: Api):
-    answer = api.start(context={"product_tier": "gold", "custom": 1})
+    answer = api.start(context={"concept_overview": "gold", "custom": 1})
     context = answer["state"]["state"]["context"]
-    assert context["product_tier"] == "gold"
+    assert context["concept_overview"] == "gold"
     assert context["custom"] == 1
     assert context["interview_complete"] is False
-    assert answer["state"]["provenance"]["product_tier"]["source"] == "runtime"
+    assert context["product_tier"] == "beta"  # a declarative constant, filled in when left out
+    assert answer["state"]["provenance"]["concept_overview"]["source"] == "runtime"
+
+
+def test_start_refuses_a_supplied_context_that_breaks_the_rules(api: Api):
+    response = api.post(
+        "/api/runs/",
+        {"workflow": "Generator", "enterprise_id": "acme", "context": {"product_tier": "gold"}},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("context.product_tier: ")
 
 
 def test_start_pins_definitions_against_later_edits(api: Api, generator):

@@ -209,3 +209,60 @@ async def test_ingest_socket_refuses_bad_tokens_and_foreign_origins():
     )
     assert (await comm.connect())[0]
     await comm.disconnect()
+
+
+def _setup_with_handoff() -> tuple[str, str, str]:
+    from contextadmin.services import workflow_import
+
+    config = demo_config()
+    config["handoffs"] = [
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "ContextVariablesAgent",
+            "condition": "${interview_complete}",
+            "description": "the interview is done",
+        }
+    ]
+    workflow_import(name="Handing", data=config)
+    session, _, secret = _setup()
+    run = lifecycle.run_start(workflow_name="Handing", enterprise_id="acme").run
+    return session, run.pk, secret
+
+
+async def test_readiness_and_sender_come_from_the_server_live_and_on_catch_up():
+    """Every snapshot and event message carries the hand-off readiness after it (the engine's
+    ``handoffs_readiness``) and the event's sender; a late inspector's catch-up messages are
+    the very messages the live one got."""
+    session, run_id, _ = await sync_to_async(_setup_with_handoff)()
+    live = inspector(f"/ws/runs/{run_id}/", session)
+    await live.connect()
+    snapshot = await receive(live)
+    assert [h["status"] for h in snapshot["handoffs"]] == ["not yet"]
+    events = demo_events()
+    await post(run_id, events)
+    texts = [await live.receive_from(timeout=5) for _ in events]
+    messages = [json.loads(text) for text in texts]
+    assert [m["agent"] for m in messages] == [e.get("agent") for e in events]
+    statuses = [m["handoffs"][0]["status"] for m in messages]
+    assert statuses == ["not yet"] * 4 + ["holds"] * (len(events) - 4)  # the flip is event 5
+    assert messages[4]["handoffs"][0]["values"] == [
+        {"name": "interview_complete", "present": True, "value": True}
+    ]
+    late = inspector(f"/ws/runs/{run_id}/?after=2", session)
+    await late.connect()
+    late_snapshot = await receive(late)
+    assert late_snapshot["seq"] == 2 and late_snapshot["handoffs"][0]["status"] == "not yet"
+    assert [await late.receive_from(timeout=5) for _ in events[2:]] == texts[2:]
+    await live.disconnect()
+    await late.disconnect()
+
+
+def test_the_state_api_carries_the_readiness(client, django_user_model):
+    _, run_id, secret = _setup_with_handoff()
+    events = demo_events()
+    ingest.event_ingest(run_id=run_id, events=events)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    latest = client.get(f"/api/runs/{run_id}/state/", **auth).json()
+    early = client.get(f"/api/runs/{run_id}/state/?at=1", **auth).json()
+    assert latest["handoffs"][0]["status"] == "holds"
+    assert early["handoffs"][0]["status"] == "not yet"
