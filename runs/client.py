@@ -299,8 +299,9 @@ class RunReporter:
         body: dict[str, Any] | None,
         *,
         retries: int | None = None,
+        raw: bytes | None = None,
     ) -> dict[str, Any]:
-        data = json.dumps(body).encode() if body is not None else None
+        data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
         delay = self.backoff
         retries = self.retries if retries is None else retries
         last_error: Exception | None = None
@@ -386,7 +387,13 @@ def _read_spool(path: Path | None) -> _Spool:
 
 
 class _BackgroundSender:
-    """The daemon thread of background mode; the caller's thread only calls ``enqueue``."""
+    """The daemon thread of background mode; the caller's thread only calls ``enqueue``.
+
+    Each event is encoded once, on the caller's thread (the spool line and the request body
+    reuse the bytes). The sender waits up to ``flush_interval`` for a batch to fill, so a chat
+    costs a request per batch rather than per event, and after a failure it backs off without
+    being woken by new events (only ``flush``/``close`` cut the wait short).
+    """
 
     def __init__(
         self,
@@ -399,23 +406,25 @@ class _BackgroundSender:
         self.reporter = reporter
         self.run_id = reporter.run_id
         self.start_body = start_body
-        self.queue: collections.deque[dict[str, Any]] = collections.deque()
+        self.queue: collections.deque[tuple[int, bytes]] = collections.deque()  # (seq, JSON)
         self.condition = threading.Condition()
-        self.closing_deadline: float | None = None
+        self.first_queued_at = 0.0
+        self.urgent = False  # flush()/close() waits: send now, no lingering
         self.stopped = False
         self.given_up = False
         self.overflow_offset: int | None = None  # spool byte offset of the first overflowed event
         self.spool_path = reporter._spool_path(self.run_id) if self.run_id else None
-        self.spool = None
+        self.spool: Any = None
         if self.spool_path is not None:
             self.spool_path.parent.mkdir(parents=True, exist_ok=True)
-            self.spool = self.spool_path.open("a" if spool_append else "w", encoding="utf-8")
+            # Unbuffered: each line is one write(2), in the OS before enqueue returns.
+            self.spool = self.spool_path.open("ab" if spool_append else "wb", buffering=0)
             if start_body is not None and not spool_append:
-                self._spool_write({"start": start_body})
+                self.spool.write(_encode({"start": start_body}) + b"\n")
         self.last_enqueued = reporter._next_seq - 1
         self.ended = False  # a terminal run_status was enqueued
         for event in resumed or []:
-            self.queue.append(event)
+            self.queue.append((event["seq"], _encode(event)))
             if event.get("type") == "run_status" and event.get("status") in TERMINAL_STATUSES:
                 self.ended = True
         self.outage_logged = False
@@ -433,21 +442,26 @@ class _BackgroundSender:
         self.last_enqueued = seq
         if event.get("type") == "run_status" and event.get("status") in TERMINAL_STATUSES:
             self.ended = True
+            self.urgent = True
+        data = _encode(event)
+        queue = self.queue
         with self.condition:
+            if self.stopped:  # after close(): nothing sends or spools any more
+                reporter.dropped += 1
+                return seq
             if self.given_up:  # kept in the spool for a later resume, if there is one
                 if self.spool is not None:
-                    self._spool_write({"event": event})
+                    self.spool.write(b'{"event":' + data + b"}\n")
                 else:
                     reporter.dropped += 1
                 return seq
             if self.spool is not None:
-                offset = self.spool.tell() if len(self.queue) >= reporter.capacity else None
-                self._spool_write({"event": event})
-                if self.overflow_offset is None and offset is not None:
-                    self.overflow_offset = offset
-                if self.overflow_offset is None:
-                    self.queue.append(event)
-            elif len(self.queue) >= reporter.capacity:
+                if self.overflow_offset is None and len(queue) >= reporter.capacity:
+                    self.overflow_offset = self.spool.tell()
+                self.spool.write(b'{"event":' + data + b"}\n")
+                if self.overflow_offset is not None:
+                    return seq  # the sender reads it back from the spool
+            elif len(queue) >= reporter.capacity:
                 reporter.dropped += 1
                 self.given_up = True
                 reporter.error = (
@@ -455,21 +469,21 @@ class _BackgroundSender:
                     f"run {self.run_id} stopped at seq {seq}"
                 )
                 logger.error("run %s: %s", self.run_id, reporter.error)
-            else:
-                self.queue.append(event)
-            self.condition.notify()
+                return seq
+            queue.append((seq, data))
+            if len(queue) == 1:
+                self.first_queued_at = time.monotonic()
+                self.condition.notify()
+            elif len(queue) == reporter.batch_size or self.urgent:
+                self.condition.notify()
         return seq
-
-    def _spool_write(self, record: dict[str, Any]) -> None:
-        assert self.spool is not None
-        self.spool.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self.spool.flush()  # to the OS: survives the process being killed
 
     def wait_acked(self, timeout: float | None) -> bool:
         target = self.last_enqueued
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.condition:
-            self.condition.notify()
+            self.urgent = True
+            self.condition.notify_all()
             while self.reporter.last_acked_seq < target and not self.given_up:
                 if self.stopped:
                     break
@@ -480,17 +494,14 @@ class _BackgroundSender:
             return self.reporter.last_acked_seq >= target and not self.given_up
 
     def close(self, timeout: float | None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self.condition:
-            self.closing_deadline = deadline if deadline is not None else float("inf")
-            self.condition.notify_all()
         delivered = self.wait_acked(timeout)
         with self.condition:
             self.stopped = True
             self.condition.notify_all()
         self.thread.join(0.1)  # a daemon: a request still in flight to a slow server is left
         if self.spool is not None:
-            self.spool.close()
+            with self.condition:
+                self.spool.close()
             if delivered and self.ended and self.spool_path is not None:
                 self.spool_path.unlink(missing_ok=True)
         if not delivered:
@@ -506,25 +517,19 @@ class _BackgroundSender:
         reporter = self.reporter
         delay = reporter.backoff
         while True:
-            with self.condition:
-                while not self._has_work() and not self.stopped:
-                    self.condition.wait(reporter.flush_interval)
-                if self.stopped:
-                    return
+            if not self._wait_for_batch():
+                return
             try:
                 if self.start_body is not None:
                     reporter._request("POST", "/api/runs/", self.start_body, retries=0)
                     self.start_body = None
                 else:
-                    batch = self._next_batch()
-                    if batch:
+                    seqs, body = self._next_batch()
+                    if seqs:
                         answer = reporter._request(
-                            "POST",
-                            f"/api/runs/{self.run_id}/events/",
-                            {"events": batch},
-                            retries=0,
+                            "POST", f"/api/runs/{self.run_id}/events/", None, retries=0, raw=body
                         )
-                        self._sent(batch, answer)
+                        self._sent(len(seqs), answer)
             except ReportError as exc:
                 if exc.status is not None and exc.status not in RETRYABLE_STATUSES:
                     self._give_up(str(exc))
@@ -537,9 +542,7 @@ class _BackgroundSender:
                         self.run_id,
                         exc,
                     )
-                with self.condition:
-                    if not self.stopped:
-                        self.condition.wait(delay)
+                self._back_off(delay)
                 delay = min(delay * 2, reporter.max_backoff)
                 continue
             except Exception as exc:  # never let the sender die silently
@@ -550,41 +553,72 @@ class _BackgroundSender:
                 logger.warning("run %s: server reachable again; reporting resumed", self.run_id)
             delay = reporter.backoff
 
-    def _has_work(self) -> bool:
-        return self.start_body is not None or bool(self.queue) or (self.overflow_offset is not None)
+    def _wait_for_batch(self) -> bool:
+        """Wait until there is a batch worth sending (full, due, or asked for); False: stop."""
+        reporter = self.reporter
+        with self.condition:
+            while not self.stopped:
+                if self.start_body is not None or self.overflow_offset is not None:
+                    return True
+                if self.queue:
+                    if self.urgent or len(self.queue) >= reporter.batch_size:
+                        return True
+                    due = self.first_queued_at + reporter.flush_interval - time.monotonic()
+                    if due <= 0:
+                        return True
+                    self.condition.wait(due)
+                else:
+                    self.urgent = False
+                    self.condition.wait()
+            return False
 
-    def _next_batch(self) -> list[dict[str, Any]]:
+    def _back_off(self, delay: float) -> None:
+        """Sleep ``delay`` after a failure; new events do not cut it short, stopping does."""
+        until = time.monotonic() + delay
+        with self.condition:
+            while not self.stopped:
+                remaining = until - time.monotonic()
+                if remaining <= 0:
+                    return
+                self.condition.wait(remaining)
+
+    def _next_batch(self) -> tuple[list[int], bytes]:
         reporter = self.reporter
         with self.condition:
             if not self.queue and self.overflow_offset is not None:
                 self._refill_from_spool()
-            batch: list[dict[str, Any]] = []
+            seqs: list[int] = []
+            parts: list[bytes] = []
             size = 0
-            for event in self.queue:
-                size += len(json.dumps(event)) + 1
-                if batch and (len(batch) >= reporter.batch_size or size > MAX_BATCH_BYTES):
+            for seq, data in self.queue:
+                size += len(data) + 1
+                if parts and (len(parts) >= reporter.batch_size or size > MAX_BATCH_BYTES):
                     break
-                batch.append(event)
-            return batch
+                seqs.append(seq)
+                parts.append(data)
+        return seqs, b'{"events":[' + b",".join(parts) + b"]}"
 
     def _refill_from_spool(self) -> None:
         """Load overflowed events back from the spool (under the lock), in seq order."""
         assert self.spool_path is not None and self.overflow_offset is not None
         limit = max(1, self.reporter.capacity // 2)
-        with self.spool_path.open(encoding="utf-8") as spool:
+        with self.spool_path.open("rb") as spool:
             spool.seek(self.overflow_offset)
             while len(self.queue) < limit:
                 line = spool.readline()
                 if not line:
                     self.overflow_offset = None  # caught up: the caller's thread queues again
                     return
-                self.queue.append(json.loads(line)["event"])
+                event = json.loads(line)["event"]
+                self.queue.append((event["seq"], _encode(event)))
                 self.overflow_offset = spool.tell()
 
-    def _sent(self, batch: list[dict[str, Any]], answer: dict[str, Any]) -> None:
+    def _sent(self, count: int, answer: dict[str, Any]) -> None:
         with self.condition:
-            for _ in batch:
+            for _ in range(count):
                 self.queue.popleft()
+            if self.queue:
+                self.first_queued_at = time.monotonic()
             self.reporter._acknowledged(answer)
             self.condition.notify_all()
 
@@ -600,6 +634,10 @@ class _BackgroundSender:
             why,
             self.spool_path,
         )
+
+
+def _encode(record: Any) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode()
 
 
 def _retry_after(exc: urllib.error.HTTPError) -> float | None:

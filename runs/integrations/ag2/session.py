@@ -35,6 +35,7 @@ from typing import Any
 from runs.client import RunReporter
 from runs.engine import (
     TEXT_MAX_CHARS,
+    EventError,
     Flip,
     RunState,
     build_context,
@@ -451,14 +452,11 @@ class AG2Session:
     # -- state -----------------------------------------------------------------------------------
     def _emit(self, event: dict[str, Any]) -> bool:
         """Apply one run event to the state, mirror its flips into the chat, report it."""
-        state = self.state
-        problems = state.problems(event)
-        if problems:
-            self._warn_once(
-                f"event:{event['type']}", f"not reported: {problems[0]} ({event['type']})"
-            )
+        try:
+            applied = self.state.apply(event)
+        except EventError as exc:
+            self._warn_once(f"event:{event['type']}", f"not reported: {exc} ({event['type']})")
             return False
-        applied = state.apply(event)
         event["seq"] = applied.seq
         self.events.append(event)
         if applied.flips:

@@ -1,0 +1,199 @@
+"""B9: what runs.integrations.ag2 costs a real AG2 chat, on the chat's own thread.
+
+The same scripted 1,000-turn group chat (two LLM-free agents taking turns, real AG2 0.14
+speaker selection, hand-off rules and derived triggers) runs side by side, interleaved per
+repetition: without the adapter, and with it reporting to the server up (a real Daphne), down
+(a closed port) and slow (every request answered after ``SLOW_S``), each with a JSONL spool.
+The adapter's cost is the time spent in ``session.observe`` for each AG2 event that became a
+run event (mapping, the RunState fold with its derived triggers, mirroring flips into the
+pattern's ContextVariables, the spool line and the enqueue); the sending happens on the
+reporter's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.stats import percentile
+
+SLOW_S = 0.2  # the slow server's answer time per request
+WORKFLOW = "B9Chat"
+SCENARIOS = ("without", "up", "down", "slow")
+
+
+def chat_config(turns: int) -> dict[str, Any]:
+    """Derived flags of all three trigger types on the chat's agents, and two hand-off rules."""
+    half = max(1, turns // 4)
+    return {
+        "context_variables": {
+            "declarative_variables": [{"name": "product_tier", "type": "string", "value": "beta"}],
+            "derived_variables": [
+                {
+                    "name": "asked_a_lot",
+                    "type": "boolean",
+                    "triggers": [{"type": "agent_turn_count", "agent": "Asker", "count": half}],
+                },
+                {
+                    "name": "answer_final",
+                    "type": "boolean",
+                    "triggers": [
+                        {"type": "agent_text", "agent": "Answerer", "match": {"equals": "FINAL"}}
+                    ],
+                },
+            ],
+        },
+        "handoffs": [
+            {"source_agent": "Asker", "target_agent": "Answerer", "condition": "${asked_a_lot}"},
+            {"source_agent": "Answerer", "target_agent": "Asker", "condition": "${answer_final}"},
+        ],
+    }
+
+
+def chat_pattern(turns: int) -> Any:
+    """Two scripted agents taking turns for ``turns`` turns (no LLM, no network)."""
+    from autogen.agentchat.group import AgentTarget, TerminateTarget
+    from autogen.agentchat.group.patterns import DefaultPattern
+
+    from runs.integrations.ag2.scripted import scripted_agent
+
+    asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
+    answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])
+    asker.handoffs.set_after_work(AgentTarget(answerer))
+    answerer.handoffs.set_after_work(AgentTarget(asker))
+    return DefaultPattern(
+        initial_agent=asker,
+        agents=[asker, answerer],
+        group_after_work=TerminateTarget(),
+    )
+
+
+class _Silent:
+    def print(self, *objects: Any, sep: str = " ", end: str = "\n", flush: bool = False) -> None:
+        pass
+
+    def send(self, message: Any) -> None:
+        pass
+
+    def input(self, prompt: str = "", *, password: bool = False) -> str:
+        return "exit"
+
+
+@dataclass
+class Scenario:
+    name: str
+    chat_s: list[float] = field(default_factory=list)  # initiate_group_chat wall time
+    event_ns: list[int] = field(default_factory=list)  # observe() of events that were reported
+    other_ns: list[int] = field(default_factory=list)  # observe() of the events it ignores
+    run_events: int = 0
+    delivered: int = 0
+
+    def us(self, q: float) -> float:
+        return percentile(self.event_ns, q) / 1e3
+
+    @property
+    def chat_median(self) -> float:
+        return percentile(self.chat_s, 50)
+
+
+@dataclass
+class B9:
+    turns: int
+    reps: int
+    scenarios: dict[str, Scenario]
+
+
+def _run_once(
+    scenario: Scenario,
+    turns: int,
+    config: dict[str, Any],
+    url: str | None,
+    token: str,
+    spool: Path,
+) -> None:
+    from autogen.agentchat import initiate_group_chat
+    from autogen.io import IOStream
+
+    from runs.client import RunReporter
+    from runs.integrations.ag2 import attach
+
+    pattern = chat_pattern(turns)
+    with IOStream.set_default(_Silent()):
+        if url is None:
+            began = time.perf_counter()
+            initiate_group_chat(pattern=pattern, messages="Start.", max_rounds=turns + 1)
+            scenario.chat_s.append(time.perf_counter() - began)
+            return
+        session = attach(
+            pattern,
+            config,
+            workflow_name=WORKFLOW,
+            enterprise_id="bench",
+            environ={},
+            reporter=RunReporter(url, token, timeout=30.0),
+            spool_dir=spool,
+            flush_timeout=0.0,  # the chat's time only; delivery is checked below
+        )
+        observe = session.observe
+        reported, ignored = scenario.event_ns, scenario.other_ns
+        events = session.events
+        clock = time.perf_counter_ns
+
+        def timed(event: Any) -> None:
+            before = len(events)
+            began = clock()
+            observe(event)
+            spent = clock() - began
+            (reported if len(events) > before else ignored).append(spent)
+
+        session.observe = timed  # type: ignore[method-assign]
+        began = time.perf_counter()
+        with session:
+            initiate_group_chat(pattern=pattern, messages="Start.", max_rounds=turns + 1)
+            scenario.chat_s.append(time.perf_counter() - began)
+        scenario.run_events += session.state.last_seq
+        reporter = session.reporter
+        assert reporter is not None
+        if scenario.name != "down":
+            reporter.flush(timeout=60.0)
+        scenario.delivered += reporter.last_acked_seq
+        if scenario.name != "down":
+            reporter.close(timeout=5.0)
+
+
+def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
+    """Run the chat ``reps`` times per scenario, interleaved, against real and fake servers."""
+    from bench.servers import prepare_site
+    from tests.integrations.fake_server import FakeRunServer
+    from tests.support.processes import Daphne, free_port, manage
+
+    config = chat_config(turns)
+    (workdir / "b9").mkdir(parents=True, exist_ok=True)
+    site = prepare_site(workdir / "b9")
+    config_path = workdir / "b9-config.json"
+    config_path.write_text(json.dumps(config))
+    manage(site.env(), "import_context", str(config_path), "--workflow", WORKFLOW)
+    daphne = Daphne(site.env(), workdir / "b9-daphne.log").start()
+    slow = FakeRunServer(delay=SLOW_S).start()
+    urls = {
+        "without": None,
+        "up": daphne.url,
+        "down": f"http://127.0.0.1:{free_port()}",
+        "slow": slow.url,
+    }
+    scenarios = {name: Scenario(name) for name in SCENARIOS}
+    try:
+        with tempfile.TemporaryDirectory(dir=workdir) as spool:
+            _run_once(scenarios["up"], 20, config, daphne.url, site.token, Path(spool))  # warm
+            scenarios["up"] = Scenario("up")
+            for _ in range(reps):
+                for name in SCENARIOS:
+                    _run_once(scenarios[name], turns, config, urls[name], site.token, Path(spool))
+    finally:
+        slow.stop()
+        daphne.stop()
+    return B9(turns, reps, scenarios)
