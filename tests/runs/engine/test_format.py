@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,6 @@ def test_credential_check_never_raises(value: Any) -> None:
     ],
 )
 def test_credential_check_is_linear(text: str) -> None:
-    import time
-
     started = time.perf_counter()
     credential_value_reason(text)
     assert time.perf_counter() - started < 1.0

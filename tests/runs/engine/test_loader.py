@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runs.engine import PREVIEW_MAX_CHARS, build_context, coerce_env
+from runs.engine import (
+    PREVIEW_MAX_CHARS,
+    RunState,
+    build_context,
+    coerce_env,
+    evaluate_condition,
+)
 from runs.engine import loader as loader_module
 from runs.engine.format import (
     ContextVariables,
@@ -19,6 +26,7 @@ from runs.engine.format import (
     EnvironmentVariable,
     parse_config,
 )
+from runs.engine.mongo import Lookup
 
 from .support import config_with, db_var, demo_config, derived_var, env_var, says
 
@@ -624,8 +632,6 @@ def test_coerce_env_never_raises(raw: str, type_: str) -> None:
 
 @pytest.mark.parametrize("length", [10_000, 100_000])
 def test_number_coercion_is_linear(length: int) -> None:
-    import time
-
     started = time.perf_counter()
     assert coerce_env("1" * length + "x", "number") == (False, None)
     assert coerce_env("1" * 50 + "x", "number") == (False, None)
@@ -675,8 +681,6 @@ def test_a_plain_url_is_kept() -> None:
 def test_credential_looking_database_values_are_redacted(
     value: Any, kept: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runs.engine.mongo import Lookup
-
     def fake_fetch(mongo: Any, variables: Any, **_: Any) -> dict[str, Lookup]:
         return {v.name: Lookup("resolved", value, "db.crm.Concepts.Overview") for v in variables}
 
@@ -771,8 +775,6 @@ def test_production_purges_supplied_environment_variables_visibly(name: str) -> 
 
 
 def test_monetization_and_interview_never_hold_in_production() -> None:
-    from runs.engine import RunState, evaluate_condition
-
     condition = "${monetization_enabled} and ${interview_complete}"
     ctx = supplied({"monetization_enabled": True, "interview_complete": True}, "production")
     assert not evaluate_condition(condition, ctx.values)

@@ -19,6 +19,7 @@ from runs.engine import (
     resolve_json,
     resolve_system_message,
 )
+from runs.engine.resolver import template_references
 
 from .support import config_with, demo_config
 
@@ -344,6 +345,4 @@ def test_a_value_too_deep_or_big_to_render_stays_unresolved(
 
 
 def test_template_references_walks_any_depth() -> None:
-    from runs.engine.resolver import template_references
-
     assert list(template_references(_deep_list(10_000))) == ["venue_name"]

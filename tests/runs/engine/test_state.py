@@ -10,13 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runs.engine import (
+    ContextError,
     EventError,
     RunState,
     SeqError,
     build_context,
+    json_safe,
     replay,
     validate_event,
 )
+from runs.engine.log import preview, safe_preview
 
 from .support import (
     config_with,
@@ -695,8 +698,6 @@ def test_context_set_rules(name: str, value: Any, environment: str, problem: str
 
 
 def test_a_base_context_too_deep_to_store_is_refused() -> None:
-    from runs.engine import ContextError
-
     deep: Any = 1
     for _ in range(1_000):
         deep = [deep]
@@ -757,15 +758,11 @@ def test_deep_or_huge_event_values_are_refused_without_recursion(
     ids=["5000-deep", "5000-digits", "mixed-keys"],
 )
 def test_log_previews_never_raise(value: Any) -> None:
-    from runs.engine.log import preview, safe_preview
-
     assert preview(value).startswith("<")
     assert safe_preview(value).startswith("<")
 
 
 def test_mongo_json_safe_refuses_deep_values_without_recursion() -> None:
-    from runs.engine import json_safe
-
     assert json_safe(_deep(10)) == _deep(10)
     with pytest.raises(ValueError, match="nested more than 64 levels"):
         json_safe(_deep(5_000))
