@@ -417,6 +417,14 @@ def _primitive_of_type(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+def _not_a_credential(value: Any) -> Any:
+    """Refuse a shipped value (declarative, env default) that looks like a credential."""
+    reason = credential_value_reason(value)
+    if reason:
+        raise ValueError(f"{reason}: {SECRET_ENV_REASON.removeprefix('looks like a secret: ')}")
+    return value
+
+
 def json_type_name(value: Any) -> str:
     """Name a decoded JSON value's type the way an operator reads it."""
     if value is None:
@@ -470,7 +478,7 @@ class DeclarativeVariable(_Model):
                 f"is {len(value)} characters; declarative values must stay small "
                 f"(at most {DECLARATIVE_VALUE_MAX_CHARS}): summarize instead"
             )
-        return value
+        return _not_a_credential(value)
 
 
 class DatabaseSource(_Model):
@@ -519,7 +527,7 @@ class EnvironmentVariable(_Model):
     @field_validator("default")
     @classmethod
     def _default_fits(cls, value: Any, info: ValidationInfo) -> Any:
-        return None if value is None else _primitive_of_type(value, info)
+        return None if value is None else _not_a_credential(_primitive_of_type(value, info))
 
 
 class TextMatch(_Model):

@@ -301,3 +301,31 @@ def test_json_nesting_is_measured_without_recursion(depth: int, exceeds: bool) -
 )
 def test_json_value_problem(value: Any, problem: str | None) -> None:
     assert json_value_problem(value) == problem
+
+
+@pytest.mark.parametrize(
+    ("config", "path"),
+    [
+        pytest.param(
+            config_with(declarative_variables=[{"name": "db", "value": "postgres://u:p@h/x"}]),
+            f"{CV}.declarative_variables[0].value",
+            id="declarative-value",
+        ),
+        pytest.param(
+            config_with(
+                environment_variables=[
+                    env_var("hook", "WEBHOOK_URL", "string", default="https://x/?token=abc")
+                ]
+            ),
+            f"{CV}.environment_variables[0].default",
+            id="environment-default",
+        ),
+    ],
+)
+def test_shipped_values_that_look_like_credentials_are_refused(
+    config: dict[str, Any], path: str
+) -> None:
+    issues = _name_issues(config)
+    assert len(issues) == 1 and issues[0][0] == path
+    assert issues[0][1].startswith("looks like a credential")
+    assert "storing secrets in any context variable is an anti-pattern" in issues[0][1]
