@@ -232,6 +232,50 @@ class Bench:
                 )
             )
 
+    def ag2(self) -> None:
+        """B9: the AG2 adapter's cost on a real chat's thread (bench/ag2.py)."""
+        if not self.wanted("B9"):
+            return
+        from bench import ag2
+
+        turns, reps = (100, 1) if self.profile.name == "quick" else (1000, 5)
+        self.quiet()
+        r = ag2.b9_adapter(turns=turns, reps=reps, workdir=self.workdir)
+        s = r.scenarios
+        served = ("up", "down", "slow")
+        cost = "; ".join(
+            f"server {name} p50 {s[name].us(50):.1f} µs, p99 {s[name].us(99):.1f} µs "
+            f"(its CPU time p50 {s[name].cpu_us(50):.1f}, p99 {s[name].cpu_us(99):.1f} µs)"
+            for name in served
+        )
+        chats = ", ".join(f"{name} {s[name].chat_median * 1e3:.0f} ms" for name in served)
+        events = s["up"].run_events // r.reps
+        delivered = ", ".join(
+            f"{name} {s[name].delivered:,}/{s[name].run_events:,}" for name in ("up", "slow")
+        )
+        per_event_ok = all(s[n].us(50) <= 50 and s[n].us(99) <= 1000 for n in served)
+        down_ok = s["down"].us(50) <= s["up"].us(50) * 1.1 + 2 and (
+            s["down"].chat_median <= s["up"].chat_median * 1.1
+        )
+        without = s["without"].chat_median
+        extra = (s["up"].chat_median - without) / max(events, 1)
+        self.emit(
+            Figure(
+                "B9",
+                f"runs.integrations.ag2 on the chat thread: a scripted {turns:,}-turn AG2 group "
+                f"chat ({events:,} run events each), {reps} reps interleaved, JSONL spool on; "
+                f"server up (Daphne), down (closed port), slow ({ag2.SLOW_S * 1e3:.0f} ms "
+                "per request)",
+                f"per reported event {cost}; chat time {chats}; delivered {delivered}",
+                "≤ 50 µs p50 and ≤ 1 ms p99 per event; down no slower than up (p50 within 10% "
+                "+ 2 µs, chat time within 10%)",
+                per_event_ok and down_ok,
+                baseline=f"the same chat without the adapter {without * 1e3:.0f} ms",
+                ratio=f"+{extra * 1e6:.0f} µs of chat time per run event with the server up",
+                setup=self.tag("in-memory", "1 Daphne + in-process fake"),
+            )
+        )
+
     def scale(self) -> None:
         """B10 (one long run) and B11 (many runs at once): bench/scale.py."""
         from bench import scale
@@ -309,9 +353,7 @@ class Bench:
             else "POST and inspector on 1 Daphne"
         )
 
-        def latency(
-            sockets: int, events: int
-        ) -> tuple[Latency, list[live.Delivery]]:
+        def latency(sockets: int, events: int) -> tuple[Latency, list[live.Delivery]]:
             reps = [
                 asyncio.run(
                     live.product_latency(
@@ -568,7 +610,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: {profile.name} run, {started}")
         for line in bench.machine.lines(bench.layers):
             print(line)
-        steps: list[Callable[[], None]] = [bench.live, bench.engine, bench.in_database]
+        steps: list[Callable[[], None]] = [
+            bench.live,
+            bench.engine,
+            bench.in_database,
+            bench.ag2,
+        ]
         steps.append(bench.scale)
         for step in steps:
             step()

@@ -428,6 +428,7 @@ class _BackgroundSender:
             if event.get("type") == "run_status" and event.get("status") in TERMINAL_STATUSES:
                 self.ended = True
         self.outage_logged = False
+        self.closed: bool | None = None  # close()'s answer, once closed
         self.thread = threading.Thread(
             target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
         )
@@ -445,38 +446,62 @@ class _BackgroundSender:
             self.urgent = True
         data = _encode(event)
         queue = self.queue
-        with self.condition:
-            if self.stopped:  # after close(): nothing sends or spools any more
-                reporter.dropped += 1
-                return seq
-            if self.given_up:  # kept in the spool for a later resume, if there is one
-                if self.spool is not None:
-                    self.spool.write(b'{"event":' + data + b"}\n")
-                else:
-                    reporter.dropped += 1
-                return seq
-            if self.spool is not None:
-                if self.overflow_offset is None and len(queue) >= reporter.capacity:
-                    self.overflow_offset = self.spool.tell()
-                self.spool.write(b'{"event":' + data + b"}\n")
-                if self.overflow_offset is not None:
-                    return seq  # the sender reads it back from the spool
-            elif len(queue) >= reporter.capacity:
-                reporter.dropped += 1
-                self.given_up = True
-                reporter.error = (
-                    f"more than {reporter.capacity} unsent events and no spool: reporting of "
-                    f"run {self.run_id} stopped at seq {seq}"
-                )
-                logger.error("run %s: %s", self.run_id, reporter.error)
-                return seq
-            queue.append((seq, data))
-            if len(queue) == 1:
-                self.first_queued_at = time.monotonic()
-                self.condition.notify()
-            elif len(queue) == reporter.batch_size or self.urgent:
+        spool = self.spool
+        # The common path takes no lock: deque.append is atomic, only the sender pops, and only
+        # this thread starts an overflow. Blocking on the sender's lock would hand it the GIL.
+        if (
+            self.stopped
+            or self.given_up
+            or self.overflow_offset is not None
+            or (len(queue) >= reporter.capacity)
+        ):
+            with self.condition:
+                self._enqueue_rare(seq, data)
+            return seq
+        if spool is not None:
+            spool.write(b'{"event":' + data + b"}\n")
+        queue.append((seq, data))
+        size = len(queue)
+        if size == 1 or size == reporter.batch_size or self.urgent:
+            with self.condition:
+                if size == 1:
+                    self.first_queued_at = time.monotonic()
                 self.condition.notify()
         return seq
+
+    def _enqueue_rare(self, seq: int, data: bytes) -> None:
+        """Enqueue when stopped, given up, overflowing or full (under the lock)."""
+        reporter = self.reporter
+        if self.stopped:  # after close(): nothing sends or spools any more
+            reporter.dropped += 1
+            return
+        if self.given_up:  # kept in the spool for a later resume, if there is one
+            if self.spool is not None:
+                self.spool.write(b'{"event":' + data + b"}\n")
+            else:
+                reporter.dropped += 1
+            return
+        if self.spool is not None:
+            if self.overflow_offset is None and len(self.queue) >= reporter.capacity:
+                self.overflow_offset = self.spool.tell()
+            self.spool.write(b'{"event":' + data + b"}\n")
+            if self.overflow_offset is not None:
+                self.condition.notify()
+                return  # the sender reads it back from the spool
+            self.queue.append((seq, data))
+            self.condition.notify()
+            return
+        if len(self.queue) >= reporter.capacity:
+            reporter.dropped += 1
+            self.given_up = True
+            reporter.error = (
+                f"more than {reporter.capacity} unsent events and no spool: reporting of "
+                f"run {self.run_id} stopped at seq {seq}"
+            )
+            logger.error("run %s: %s", self.run_id, reporter.error)
+            return
+        self.queue.append((seq, data))
+        self.condition.notify()
 
     def wait_acked(self, timeout: float | None) -> bool:
         target = self.last_enqueued
@@ -494,6 +519,8 @@ class _BackgroundSender:
             return self.reporter.last_acked_seq >= target and not self.given_up
 
     def close(self, timeout: float | None) -> bool:
+        if self.closed is not None:
+            return self.closed
         delivered = self.wait_acked(timeout)
         with self.condition:
             self.stopped = True
@@ -510,6 +537,7 @@ class _BackgroundSender:
             logger.error(
                 "run %s: %d events not acknowledged at close (%s)", self.run_id, unsent, where
             )
+        self.closed = delivered
         return delivered
 
     # -- the sender thread -----------------------------------------------------------------------

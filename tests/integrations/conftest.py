@@ -29,3 +29,14 @@ class SilentStream:
 def silent_ag2() -> Iterator[None]:
     with IOStream.set_default(SilentStream()):
         yield
+
+
+@pytest.fixture(scope="session")
+def site(daphne_server: Any) -> tuple[Any, str]:
+    """The shared Daphne (tests/support/live_server.py) with the GeneratorChat workflow and a
+    runtime token."""
+    from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW
+
+    daphne_server.manage("import_context", str(DEMO_CONFIG), "--workflow", DEMO_WORKFLOW)
+    token = daphne_server.manage("create_api_token", "ag2-live").stdout.strip()
+    return daphne_server, token

@@ -94,3 +94,10 @@ class FakeRunServer:
 
     def seqs(self, run_id: str) -> list[int]:
         return [event["seq"] for event in self.events.get(run_id, [])]
+
+
+if __name__ == "__main__":  # python -m tests.integrations.fake_server PORT DELAY (bench B9)
+    import sys
+
+    fake = FakeRunServer(port=int(sys.argv[1]), delay=float(sys.argv[2])).start()
+    threading.Event().wait()

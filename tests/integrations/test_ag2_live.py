@@ -19,18 +19,9 @@ from runs.client import RunReporter
 from runs.engine import build_context, replay
 from runs.integrations.ag2 import attach
 from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
-from tests.support.live_server import LiveServer
 from tests.support.processes import PROJECT, Daphne, wait_for_port
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def site(daphne_server: LiveServer) -> tuple[LiveServer, str]:
-    """The shared Daphne with the GeneratorChat workflow and a runtime token."""
-    daphne_server.manage("import_context", str(DEMO_CONFIG), "--workflow", DEMO_WORKFLOW)
-    token = daphne_server.manage("create_api_token", "ag2-live").stdout.strip()
-    return daphne_server, token
 
 
 def api(url: str, token: str, path: str) -> Any:
