@@ -546,7 +546,7 @@ def _int_param(request: HttpRequest, name: str, default: int) -> int:
 
 
 def _version_saved_message(workflow: Workflow, version: WorkflowVersion) -> str:
-    if workflow.published_version_id == version.pk:
+    if version.published_at is not None:  # just recorded: published at once (review off)
         return f"Saved as version {version.number}, published."
     return (
         f"Saved as version {version.number}, a draft: pipelines and new runs keep the "

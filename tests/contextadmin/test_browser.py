@@ -57,9 +57,10 @@ def test_operator_adds_a_derived_variable_with_a_trigger_and_downloads_it(
         )
 
         with page.expect_download() as download_info:
-            page.get_by_role("link", name="Download context_variables.json").click()
+            page.get_by_role("link", name="Download BrowserFlow.v2.context_variables.json").click()
         download = download_info.value
-        assert download.suggested_filename == "context_variables.json"
+        # Named after the workflow and the version the page shows (issue 16).
+        assert download.suggested_filename == "BrowserFlow.v2.context_variables.json"
         exported = json.loads(Path(download.path()).read_bytes())
         assert page_errors == []
     finally:
