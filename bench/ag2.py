@@ -13,6 +13,7 @@ reporter's thread.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -196,6 +197,9 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
         "slow": slow_url,
     }
     scenarios = {name: Scenario(name) for name in SCENARIOS}
+    client_log = logging.getLogger("runs.client")
+    level = client_log.level
+    client_log.setLevel(logging.CRITICAL)  # the down and slow cases log their outage by design
     try:
         with tempfile.TemporaryDirectory(dir=workdir) as spool:
             _run_once(scenarios["up"], 20, config, daphne.url, site.token, Path(spool))  # warm
@@ -204,6 +208,7 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
                 for name in SCENARIOS:
                     _run_once(scenarios[name], turns, config, urls[name], site.token, Path(spool))
     finally:
+        client_log.setLevel(level)
         slow.terminate()
         slow.wait(10)
         daphne.stop()

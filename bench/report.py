@@ -34,10 +34,11 @@ METHOD = """\
   the sockets, waits 0.5 s, sends a warm-up, then the measured events; every socket must
   receive every seq exactly once and in order. Percentiles pool all repetitions' samples; the
   spread of per-repetition p99s is shown too.
-- B1 also shows what bounds it, measured in the same run on the same server: the same POST
-  answered 401 by `runs.api` before any database access (Daphne + the events endpoint), the
-  same events sent one per frame over `/ws/ingest/` instead of HTTP, and the same POSTs
-  through Django's request handler (`?via=django`: any query string routes them there).
+- B1 is measured over both ingest paths in the same run on the same server: the events sent
+  one per frame over `/ws/ingest/`, and as POSTs through Django's request handler and
+  middleware (the only HTTP path). It also shows what bounds the HTTP figure: the same POST
+  answered 401 by `runs.api` before any database access (Daphne + Django's handler,
+  middleware and view).
 - The baseline of B1/B3 is a bare `websockets` relay process (`bench/relay.py`): the producer
   sends the same-sized message over a websocket and the relay forwards it to the consumer
   sockets, with no parsing, database or channel layer.
@@ -48,6 +49,13 @@ METHOD = """\
   (MongoDB wire protocol over loopback TCP) with round trips counted by a pymongo
   `CommandListener`; B7 is the pure engine (no database), its flips checked against the naive
   scan's.
+- B9 (`bench/ag2.py`) runs one scripted 1,000-turn AG2 0.14 group chat (two LLM-free agents,
+  real speaker selection, two hand-off rules, derived triggers) five times per case,
+  interleaved: without the adapter, and attached with a JSONL spool reporting to a Daphne
+  (up), a closed port (down) and a stand-in answering every request after 200 ms in its own
+  process (slow). The cost is the wall time (and the chat thread's CPU time) of each
+  `session.observe` call that produced a run event. The sending runs on the reporter's thread
+  and is not counted, except where it takes the GIL from the chat.
 - B10 and B11 (`bench/scale.py`) each run on their own fresh database and Daphne (in-memory
   layer). B10 POSTs one run's events in batches of 1,000 with `seq`, back to back, and at
   100,000 events (the baseline) and at 1,000,000 measures: the database's growth per event

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from autogen.agentchat import initiate_group_chat
+from websockets.sync.client import connect
 
 from runs.client import RunReporter
 from runs.engine import build_context, replay
@@ -30,6 +31,16 @@ def api(url: str, token: str, path: str) -> Any:
     )
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
         return json.loads(response.read())
+
+
+def staff_session(server: Any) -> str:
+    """A logged-in session of the server's staff user, for the inspector socket."""
+    script = (
+        "from django.contrib.auth import get_user_model; from django.test import Client; "
+        f"c=Client(); c.force_login(get_user_model().objects.get(username={server.username!r})); "
+        "print(c.cookies['sessionid'].value)"
+    )
+    return str(server.manage("shell", "-c", script).stdout.strip().splitlines()[-1])
 
 
 def run_demo(session: Any, pattern: Any) -> None:
@@ -71,6 +82,19 @@ def test_a_real_chat_reaches_the_server_and_its_state_equals_the_adapters(site) 
     mine = replay(DEMO_CONFIG.read_bytes(), base, session.events[:7])
     assert at7["state"]["context"] == mine.context
     assert at7["state"]["context"]["interview_complete"] is True
+
+    # The inspector's socket replays the run: every event in order, with its flips.
+    with connect(
+        f"{server.daphne.ws_url}/ws/runs/{session.run_id}/?after=0",
+        additional_headers={"Origin": server.url, "Cookie": f"sessionid={staff_session(server)}"},
+    ) as ws:
+        snapshot = json.loads(ws.recv(timeout=10))
+        assert snapshot["type"] == "snapshot" and snapshot["seq"] == 0
+        messages = [json.loads(ws.recv(timeout=10)) for _ in range(12)]
+    assert [m["seq"] for m in messages] == list(range(1, 13))
+    assert [m["event"]["type"] for m in messages] == [e["type"] for e in session.events]
+    flipped = {m["seq"]: [f["name"] for f in m["flips"]] for m in messages if m["flips"]}
+    assert flipped == {6: ["interview_complete"], 8: ["context_saved"], 11: ["handoffs_reviewed"]}
     assert at7["state"]["context"]["context_saved"] is False
 
 
