@@ -148,11 +148,18 @@ class Client:
         self.headers = headers
 
     def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        """One request; a keep-alive connection the server closed while idle is reopened and
+        the request sent once more (safe here: GETs, and POSTs of events with their seq)."""
         headers = dict(self.headers)
         if body is not None:
             headers["Content-Type"] = "application/json"
-        self.conn.request(method, path, body=body, headers=headers)
-        response = self.conn.getresponse()
+        try:
+            self.conn.request(method, path, body=body, headers=headers)
+            response = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionError):
+            self.conn.close()
+            self.conn.request(method, path, body=body, headers=headers)
+            response = self.conn.getresponse()
         data = response.read()
         if not 200 <= response.status < 300:
             raise RuntimeError(f"{method} {path}: HTTP {response.status}: {data[:300]!r}")
