@@ -213,3 +213,60 @@ def test_a_runtime_killed_mid_chat_resumes_its_flags_and_seq(site, tmp_path: Pat
     ]
     assert [f.name for f in session.flips] == [f["name"] for f in state["flips"]]
     assert state["state"]["execution"]["status"] == "completed"
+
+
+def test_a_chat_that_raises_pauses_the_run_then_resumes_running_until_completed(site) -> None:
+    server, token = site
+
+    def exploding_pattern() -> Any:
+        pattern = demo_pattern()
+        planner = pattern.agents[1]
+
+        def explode(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the LLM provider is down")
+
+        planner.register_reply([object, None], explode)  # ContextVariablesAgent's turn fails
+        return pattern
+
+    pattern = exploding_pattern()
+    session = attach(
+        pattern,
+        DEMO_CONFIG,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+        reporter=RunReporter(server.url, token),
+    )
+    with pytest.raises(RuntimeError, match="provider is down"), session:
+        initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
+    state = api(server.url, token, f"/api/runs/{session.run_id}/state/")
+    assert state["state"]["execution"]["status"] == "paused"
+    assert state["state"]["context"]["interview_complete"] is True
+
+    pattern = demo_pattern()
+    resumed = attach(
+        pattern,
+        DEMO_CONFIG,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+        reporter=RunReporter(server.url, token),
+        run_id=session.run_id,
+    )
+    assert resumed.state.get("execution.status") == "running"
+    run_demo(resumed, pattern)
+    assert resumed.context["context_saved"] is True and resumed.context["handoffs_reviewed"]
+    state = api(server.url, token, f"/api/runs/{session.run_id}/state/")
+    assert state["state"]["execution"]["status"] == "completed"
+    assert state["state"]["context"] == resumed.state.context
+
+    with pytest.raises(ValueError, match="has ended"):
+        attach(
+            demo_pattern(),
+            DEMO_CONFIG,
+            workflow_name=DEMO_WORKFLOW,
+            enterprise_id="acme",
+            environ={},
+            reporter=RunReporter(server.url, token),
+            run_id=session.run_id,
+        )

@@ -74,6 +74,7 @@ TRANSITION_EVENTS = {
     "OnConditionLLMTransitionEvent": None,
     "ReplyResultTransitionEvent": None,
 }
+ENDED = frozenset({"completed", "failed", "cancelled"})  # a run that takes no more events
 _REGISTERED = "_contextadmin_handoffs"  # on an agent: the conditions a session added to it
 
 if not autogen.__version__.startswith("0.14."):  # pragma: no cover
@@ -172,6 +173,10 @@ def attach(
         unsent = resumed.unsent
         for event in unsent:  # observed before the crash, not yet on the server
             state.apply(event)
+        status = state.get("execution.status")
+        if status in ENDED:
+            reporter.close(0)
+            raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
 
     session = AG2Session(
         pattern=pattern,
@@ -183,6 +188,8 @@ def attach(
         flush_timeout=flush_timeout,
         replayed=unsent,
     )
+    if session.state.get("execution.status") == "paused":  # a chat that raised: running again
+        session._emit({"type": "run_status", "status": "running"})
     return session
 
 
