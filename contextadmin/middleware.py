@@ -8,6 +8,8 @@ by ``runs.api.json_decode``; ``context_variables.json`` files by the format modu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.utils.deprecation import MiddlewareMixin
 
@@ -41,3 +43,23 @@ class RejectNulMiddleware(MiddlewareMixin):
             {"error": f"{where}: contains a NUL character (%00), which cannot be stored"},
             status=400,
         )
+
+
+class SyncChainMiddleware:
+    """Last in MIDDLEWARE: under ASGI, Django runs the whole middleware chain in one worker
+    thread per request instead of hopping into a thread and back for each middleware's
+    ``process_request``/``process_response``.
+
+    Only Django's documented middleware flags: being sync-only and innermost, it makes Django
+    adapt the chain above it to sync mode, so the handler makes one hop for the chain. Async
+    views still run on the event loop (``runs.api.run_events``). Measured in bench/notes.md.
+    """
+
+    sync_capable = True
+    async_capable = False
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)

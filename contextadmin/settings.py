@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "contextadmin.middleware.SyncChainMiddleware",  # last: one thread hop for the chain (ASGI)
 ]
 
 ROOT_URLCONF = "contextadmin.urls"

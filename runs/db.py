@@ -32,9 +32,9 @@ def sqlite_wal_hold(sender: Any, connection: Any, **kwargs: Any) -> None:
 
     Under ASGI every HTTP request runs in a new thread with a new connection. When the *last*
     connection to a WAL database closes, SQLite checkpoints the whole WAL into the database,
-    fsyncs and deletes it, and the next request waits on that lock (docs/benchmarks.md: 5-10 ms
-    per request). An idle connection that holds no transaction keeps the WAL in place;
-    checkpoints still run as usual (every 1,000 pages, on commit).
+    fsyncs and deletes it, and the next request waits on that lock (docs/benchmarks.md). An
+    idle connection that holds no transaction keeps the WAL in place; checkpoints still run as
+    usual (every 1,000 pages, on commit).
     """
     if connection.vendor != "sqlite" or connection.is_in_memory_db():
         return
@@ -74,8 +74,9 @@ def pool_sync_to_async(func: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
     For the ingest paths: in the thread pool, not the one thread-sensitive thread (channels
     dispatches every frame through it), and without channels' ``database_sync_to_async`` rule
     of applying the request-end checks around every call: with ``CONN_MAX_AGE = 0`` (SQLite
-    here) that closes the connection each time, and a new one costs 0.6 ms. Here such a
-    connection is kept for the thread's life unless it is left in a transaction or broken;
+    here) that closes the connection each time, and opening one is not free
+    (docs/benchmarks.md). Here such a connection is kept for the thread's life unless it is
+    left in a transaction or broken;
     with any other ``CONN_MAX_AGE`` (PostgreSQL: 60 s, health checks) Django's own rules
     apply. The pool has a few threads, so at most that many connections are kept.
     """
