@@ -21,7 +21,7 @@ from django.urls import path, reverse
 from django.utils.crypto import constant_time_compare
 from django.utils.html import format_html
 
-from contextadmin import selectors, services
+from contextadmin import selectors, services, specs
 from contextadmin.forms import (
     DatabaseForm,
     DatabaseFormSet,
@@ -176,7 +176,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
     def _create_formsets(self, request: HttpRequest, obj: Any, change: bool) -> Any:
         formsets, inline_instances = super()._create_formsets(request, obj, change)
         if request.method == "POST":
-            WorkflowCheck(
+            request.workflow_check = WorkflowCheck(  # type: ignore[attr-defined]
                 workflow=obj,
                 formsets=[
                     f
@@ -204,6 +204,10 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
     ) -> Any:
+        check = getattr(request, "workflow_check", None)
+        if check is not None:
+            check.run()
+            context["document_issues"] = check.labels
         stale = getattr(context["adminform"].form, "stale", None)
         if stale is not None:
             context["stale"] = stale
@@ -457,7 +461,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
         try:
             result = services.workflow_import(name=name, data=data, replace=True, dry_run=True)
         except ConfigError as exc:
-            context["issues"] = exc.issues
+            context["issues"] = _issues_named(exc, data)
             return
         except services.ImportRefused as exc:
             form.add_error("name", str(exc))
@@ -520,7 +524,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
             self._import_preview(request, context, form, name=name, data=data)
             return TemplateResponse(request, "admin/contextadmin/workflow/import.html", context)
         except ConfigError as exc:
-            context["issues"] = exc.issues
+            context["issues"] = _issues_named(exc, data)
             return TemplateResponse(request, "admin/contextadmin/workflow/import.html", context)
         except services.ImportRefused as exc:
             form.add_error("name", str(exc))
@@ -538,6 +542,17 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
         return HttpResponseRedirect(
             reverse("admin:contextadmin_workflow_change", args=[workflow.pk])
         )
+
+
+def _issues_named(exc: ConfigError, data: bytes) -> list[dict[str, str]]:
+    """Each problem with its path naming the variable: ``declarative_variables[0] (max_items)``."""
+    document = specs.decoded_document(data)
+    return [
+        {"path": specs.issue_path_label(issue.loc, document), "message": issue.message}
+        if issue.loc
+        else {"path": "", "message": issue.message}
+        for issue in exc.issues
+    ]
 
 
 def _int_param(request: HttpRequest, name: str, default: int) -> int:

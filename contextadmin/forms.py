@@ -261,6 +261,7 @@ class WorkflowCheck:
         self.workflow = workflow
         self.formsets = {formset.key: formset for formset in formsets}
         self.formset_errors: dict[str, list[str]] = defaultdict(list)
+        self.labels: list[str] = []
         self._done = False
         for formset in formsets:
             formset.workflow_check = self
@@ -276,11 +277,8 @@ class WorkflowCheck:
             triggers[form] = [
                 t for nested in getattr(form, "nested_formsets", []) for t in _live_forms(nested)
             ]
-        every_form = [f for forms_ in rows.values() for f in forms_] + [
-            t for nested in triggers.values() for t in nested
-        ]
-        if any(form.errors for form in every_form):
-            return  # field errors first; the document is checked on the next save
+        # One pass: the document is checked even when some fields are already wrong (their
+        # rows carry what was valid); what the check says about those fields is left out.
         document = specs.document_data(
             database_name=self.workflow.database_name,
             variables=[
@@ -291,10 +289,44 @@ class WorkflowCheck:
             handoffs=[form.instance for form in rows.get("handoffs", [])],
         )
         try:
-            fmt.parse_config(document)
+            specs.config_parse_all(document)
         except fmt.ConfigError as exc:
             for issue in exc.issues:
                 self._place(issue, rows, triggers)
+        self.labels = self._labels(rows, triggers)
+
+    def _labels(
+        self,
+        rows: dict[str, list[forms.BaseForm]],
+        triggers: dict[forms.BaseForm, list[forms.BaseForm]],
+    ) -> list[str]:
+        """Every error of the page, each naming its variable and path, in document order."""
+        labels: list[str] = []
+
+        def add(path: str, form: forms.BaseForm) -> None:
+            for field, errors in form.errors.items():
+                where = path if field == "__all__" else f"{path}.{_FIELD_PATHS.get(field, field)}"
+                labels.extend(f"{where}: {error}" for error in errors)
+
+        for key in (*VARIABLE_KEYS, "handoffs"):
+            for index, form in enumerate(rows.get(key, [])):
+                if key == "handoffs":
+                    data = getattr(form, "cleaned_data", {}) or {}
+                    source = data.get("source_agent") or form.data.get(
+                        form.add_prefix("source_agent"), "?"
+                    )
+                    target = data.get("target_agent") or form.data.get(
+                        form.add_prefix("target_agent"), "?"
+                    )
+                    path = f"handoffs[{index}] ({source} → {target})"
+                else:
+                    name = form.data.get(form.add_prefix("name"), "") or "unnamed"
+                    path = f"{key}[{index}] ({name})"
+                add(path, form)
+                for position, trigger in enumerate(triggers.get(form, [])):
+                    add(f"{path}.triggers[{position}]", trigger)
+            labels += [f"{key}: {error}" for error in self.formset_errors.get(key, [])]
+        return labels
 
     def _place(
         self,
@@ -362,7 +394,23 @@ def _trigger_field(
     return field, message
 
 
+_FIELD_PATHS = {
+    "equals": "match.equals",
+    "case_sensitive": "match.case_sensitive",
+    "trim": "match.trim",
+    "collection": "source.collection",
+    "search_by": "source.search_by",
+    "field": "source.field",
+    "env_var": "source.env_var",
+    "database_name": "source.database_name",
+}
+
+
 def _add_error(form: forms.BaseForm, field: str | None, message: str) -> None:
+    if form.errors and (field in form.errors or field not in ("name", "condition")):
+        # The row already has errors: its stored values stand in for the wrong ones, so only
+        # the rules across the document (names, conditions) say something new about it.
+        return
     if field is not None and field in form.fields:
         form.add_error(field, message)
     else:

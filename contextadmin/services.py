@@ -249,7 +249,7 @@ def workflow_import(
             f"workflow name {name!r} is invalid: start with a letter, then up to 99 letters, "
             "digits, _ or -"
         ) from None
-    parsed = fmt.parse_config(data)
+    parsed = specs.config_parse_all(data)  # every problem at once, not stage by stage
     workflow = Workflow.objects.select_for_update().filter(name=name).first()
     if workflow is not None and not dry_run:
         workflow_edit_lock(workflow=workflow, base=base)

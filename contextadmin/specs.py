@@ -8,6 +8,8 @@ through the same functions as the exporter, so both see the same document.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -146,3 +148,235 @@ def _trigger_row(trigger: Any, position: int) -> Trigger:
         row.tool = trigger.tool
         row.status = trigger.status or ""
     return row
+
+
+# -- checking everything in one pass ------------------------------------------------------------
+# The format stops at the first stage that fails: field errors hide the rules that span the
+# document (duplicate names, hand-off conditions, node collisions). To report every problem at
+# once, the fields at fault are replaced by harmless stand-ins and the document is checked again;
+# problems found that way are kept unless they fall on a field already reported.
+_STAND_INS: dict[str, Any] = {
+    "type": "string",
+    "description": "",
+    "database_name": "placeholder",
+    "collection": "placeholder",
+    "search_by": "placeholder",
+    "field": "placeholder",
+    "env_var": "PLACEHOLDER_VAR",
+    "source_agent": "PlaceholderSourceAgent",
+    "target_agent": "PlaceholderTargetAgent",
+    "condition": "${placeholder_condition_flag}",
+}
+_VALUE_OF_TYPE: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+
+
+def config_parse_all(data: Any) -> fmt.ParsedConfig:
+    """Parse like ``fmt.parse_config``, but a ``ConfigError`` carries every problem at once."""
+    try:
+        return fmt.parse_config(data)
+    except fmt.ConfigError as exc:
+        first = exc.issues
+        document = _decoded(data)
+    if document is None:
+        raise fmt.ConfigError(first)
+    issues = list(first)
+    for _ in range(3):  # each round may uncover the next stage's rules
+        repaired = _repaired(document, issues)
+        if repaired is None:
+            break
+        try:
+            fmt.parse_config(repaired)
+            break
+        except fmt.ConfigError as exc:
+            found = [i for i in exc.issues if not _overlaps(i.loc, issues)]
+            if not found:
+                break
+            issues += found
+    raise fmt.ConfigError(_sorted(issues))
+
+
+def decoded_document(data: Any) -> dict[str, Any] | None:
+    """Return a document as plain data, derived variables nested (None: not an object)."""
+    return _decoded(data)
+
+
+def _decoded(data: Any) -> dict[str, Any] | None:
+    if isinstance(data, bytes | str):
+        try:
+            data = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(data, dict):
+        return None
+    document = copy.deepcopy(data)
+    document.pop("variables", None)
+    section = document.get("context_variables")
+    if section is None:
+        section = document["context_variables"] = {}
+    if not isinstance(section, dict):
+        return None
+    section.pop("variables", None)
+    if "derived_variables" in document and "derived_variables" not in section:
+        section["derived_variables"] = document.pop("derived_variables")
+    return document
+
+
+def _overlaps(loc: tuple[Any, ...], issues: list[fmt.ConfigIssue]) -> bool:
+    """Tell whether a problem falls on a field (or item) already reported."""
+    for issue in issues:
+        if loc == issue.loc:
+            return True
+        shorter = min(len(loc), len(issue.loc))
+        # One inside the other, at item level or deeper (a field of a reported trigger, say).
+        if shorter >= 3 and loc[:shorter] == issue.loc[:shorter]:
+            return True
+    return False
+
+
+def _repaired(document: dict[str, Any], issues: list[fmt.ConfigIssue]) -> dict[str, Any] | None:
+    """Return the document with each field at fault replaced by a stand-in (None: cannot)."""
+    repaired = copy.deepcopy(document)
+    dropped_triggers: set[tuple[Any, ...]] = set()
+    for issue in issues:
+        loc = issue.loc
+        if not _repair_one(repaired, loc, dropped_triggers):
+            return None
+    for key, index, trigger in sorted(dropped_triggers, key=lambda t: -t[2]):
+        triggers = repaired["context_variables"][key][index].get("triggers")
+        if isinstance(triggers, list) and trigger < len(triggers):
+            del triggers[trigger]
+    return repaired
+
+
+def _repair_one(document: dict[str, Any], loc: tuple[Any, ...], dropped: set[Any]) -> bool:
+    if len(loc) >= 4 and loc[0] == "context_variables" and isinstance(loc[2], int):
+        key, index = loc[1], loc[2]
+        items = document["context_variables"].get(key)
+        if not isinstance(items, list) or index >= len(items):
+            return False
+        item = items[index]
+        if not isinstance(item, dict):
+            items[index] = {"name": f"invalid_{index}_{key}", "triggers": []}
+            return True
+        rest = loc[3:]
+        if rest[0] == "triggers":
+            if len(rest) >= 2 and isinstance(rest[1], int):
+                dropped.add((key, index, rest[1]))
+            else:
+                item["triggers"] = []
+            return True
+        if rest[0] == "source":
+            source = item.get("source")
+            if not isinstance(source, dict):
+                item["source"] = _source_stand_in(key)
+            elif len(rest) > 1:
+                source[str(rest[1])] = _STAND_INS.get(str(rest[1]), "placeholder")
+            return True
+        return _field_repair(item, str(rest[0]), key, index)
+    if len(loc) >= 3 and loc[0] == "handoffs" and isinstance(loc[1], int):
+        handoffs = document.get("handoffs")
+        if not isinstance(handoffs, list) or loc[1] >= len(handoffs):
+            return False
+        if not isinstance(handoffs[loc[1]], dict):
+            handoffs[loc[1]] = {}
+        field = str(loc[2])
+        if field in _STAND_INS:
+            handoffs[loc[1]][field] = _STAND_INS[field]
+        else:
+            handoffs[loc[1]].pop(field, None)
+        return True
+    if len(loc) == 3 and loc[0] == "context_variables" and isinstance(loc[2], int):
+        # A whole variable is not an object.
+        items = document["context_variables"].get(loc[1])
+        if isinstance(items, list) and loc[2] < len(items):
+            items[loc[2]] = {"name": f"invalid_{loc[2]}_{loc[1]}", "triggers": []}
+            return True
+    if loc == ("context_variables", "database_name"):
+        document["context_variables"]["database_name"] = "placeholder"
+        return True
+    return False
+
+
+def _field_repair(item: dict[str, Any], field: str, key: str, index: int) -> bool:
+    if field == "name":
+        item["name"] = f"invalid_{index}_{key.removesuffix('_variables')}"
+    elif field in ("value", "default"):
+        declared = item.get("type")
+        if key == "derived_variables":
+            item["default"] = False
+        elif field == "default":
+            item.pop("default", None)
+        else:
+            item["value"] = _VALUE_OF_TYPE.get(declared, "")
+            if declared not in _VALUE_OF_TYPE:
+                item["type"] = "string"
+    elif field == "type":
+        item["type"] = "boolean" if key == "derived_variables" else "string"
+        if "value" in item:
+            item["value"] = ""
+        item.pop("default", None)
+    elif field in _STAND_INS:
+        item[field] = _STAND_INS[field]
+    else:
+        item.pop(field, None)  # an unknown field
+    return True
+
+
+def _source_stand_in(key: str) -> dict[str, Any]:
+    if key == "environment_variables":
+        return {"type": "environment", "env_var": _STAND_INS["env_var"]}
+    return {
+        "type": "database",
+        **{k: _STAND_INS[k] for k in ("database_name", "collection", "search_by", "field")},
+    }
+
+
+def _sorted(issues: list[fmt.ConfigIssue]) -> list[fmt.ConfigIssue]:
+    order = {"context_variables": 0, "handoffs": 1}
+    keys = {fmt.CATEGORY_KEYS[c]: n for n, c in enumerate(fmt.CATEGORIES)}
+
+    def key(issue: fmt.ConfigIssue) -> tuple[Any, ...]:
+        loc = issue.loc
+        head = order.get(str(loc[0]), 2) if loc else -1
+        section = keys.get(str(loc[1]), -1) if len(loc) > 1 and head == 0 else -1
+        index = next((part for part in loc if isinstance(part, int)), -1)
+        return (head, section, index)
+
+    return sorted(issues, key=key)
+
+
+def issue_label(issue: fmt.ConfigIssue, data: Any) -> str:
+    """Name the variable (or hand-off) as well as the path.
+
+    ``declarative_variables[0] (max_items).value: must be an integer``.
+    """
+    document = _decoded(data) if not isinstance(data, dict) else data
+    return (
+        f"{issue_path_label(issue.loc, document)}: {issue.message}"
+        if issue.loc
+        else (issue.message)
+    )
+
+
+def issue_path_label(loc: tuple[Any, ...], document: Any) -> str:
+    """Return the path with the variable's name (or the hand-off's agents) after its index."""
+    parts = list(loc)
+    named = ""
+    try:
+        if len(parts) >= 3 and parts[0] == "context_variables" and isinstance(parts[2], int):
+            item = document["context_variables"][parts[1]][parts[2]]
+            if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]:
+                named = f" ({item['name'][:60]})"
+            return f"{parts[1]}[{parts[2]}]{named}" + _rest(parts[3:])
+        if len(parts) >= 2 and parts[0] == "handoffs" and isinstance(parts[1], int):
+            item = document["handoffs"][parts[1]]
+            if isinstance(item, dict):
+                named = f" ({item.get('source_agent', '?')} → {item.get('target_agent', '?')})"
+            return f"handoffs[{parts[1]}]{named}" + _rest(parts[2:])
+    except (KeyError, IndexError, TypeError):
+        pass
+    return fmt.format_loc(loc)
+
+
+def _rest(parts: list[Any]) -> str:
+    return fmt.format_loc(("x", *parts))[1:] if parts else ""

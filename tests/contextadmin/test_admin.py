@@ -702,16 +702,43 @@ def test_errors_are_rendered_beside_the_input(staff_client: Client, generator: W
     assert "Please correct the errors below." in html
 
 
-def test_field_errors_come_before_the_document_check(
+def test_field_errors_and_document_rules_are_reported_in_one_pass(
     staff_client: Client, generator: Workflow
 ) -> None:
+    """Issue 16: a field error no longer hides duplicate names or condition rules."""
     data = page_data(staff_client, generator)
     data["declarative_variables-0-type"] = "text"  # not a choice: a form error
-    data["database_variables-0-name"] = "product_tier"  # a document error, reported next time
+    data["declarative_variables-1-value"] = "many"  # a schema field error
+    data["database_variables-0-name"] = "product_tier"  # a rule across the document
+    add_form(
+        data,
+        "handoffs",
+        source_agent="InterviewAgent",
+        target_agent="PlannerAgent",
+        condition="${interview_complete} or ${context_aware}",
+        description="",
+    )
+    before = db_dump()
     response = staff_client.post(change_url(generator), data)
     assert response.status_code == 200
     assert field_errors(response, "declarative_variables-0", "type")
-    assert field_errors(response, "database_variables-0", "name") == []
+    assert field_errors(response, "declarative_variables-1", "value")
+    assert field_errors(response, "database_variables-0", "name") == [
+        "product_tier is already declared at declarative variable #1"
+    ]
+    assert any("or" in e for e in field_errors(response, "handoffs-0", "condition"))
+    summary = response.context["document_issues"]
+    assert "declarative_variables[1] (max_items).value: must be an integer" in "\n".join(summary)
+    assert any(
+        line.startswith("declarative_variables[0] (product_tier).type: ") for line in summary
+    )
+    assert any(line.startswith("database_variables[0] (product_tier).name: ") for line in summary)
+    assert any(
+        line.startswith("handoffs[0] (InterviewAgent → PlannerAgent).condition: ")
+        for line in summary
+    )
+    assert 'id="document-issues"' in response.content.decode()
+    assert db_dump() == before
 
 
 def test_several_errors_are_reported_at_once(staff_client: Client, generator: Workflow) -> None:

@@ -135,7 +135,7 @@ def test_import_replace_and_dry_run(generator: Workflow, example: dict, tmp_path
                     }
                 }
             ).encode(),
-            "error: context_variables.derived_variables[0].triggers[0].agent: field required",
+            "error: derived_variables[0] (x).triggers[0].agent: field required",
             id="json-path",
         ),
     ],

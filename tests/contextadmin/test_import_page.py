@@ -51,8 +51,9 @@ def test_invalid_file_shows_the_report_with_json_paths(
     html = response.content.decode()
     assert response.status_code == 200
     assert "Rejected: 2 problems. Nothing was changed." in html
-    assert "<code>context_variables.derived_variables[0].triggers[0].agent</code>" in html
-    assert "<code>context_variables.environment_variables[0].source.env_var</code>" in html
+    # Each path names the variable too (issue 16).
+    assert "<code>derived_variables[0] (interview_complete).triggers[0].agent</code>" in html
+    assert "<code>environment_variables[0] (context_aware).source.env_var</code>" in html
     assert "AWS_SECRET looks like a secret" in html
     assert PENDING_IMPORT_KEY not in staff_client.session
     assert db_dump() == before
@@ -168,6 +169,30 @@ def test_definitions_changed_since_the_preview(
         and diff_entry("changed", "declarative variable max_items", "value 99 → 25") in html
     )
     assert db_dump() == before
+
+
+def test_every_problem_is_reported_in_one_pass(
+    staff_client: Client, generator: Workflow, example: dict
+) -> None:
+    """Field errors no longer hide duplicate names and hand-off condition rules."""
+    section = example["context_variables"]
+    section["declarative_variables"][1]["value"] = "many"
+    section["declarative_variables"].append({"name": "product_tier", "value": "x"})
+    example["handoffs"] = [
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "PlannerAgent",
+            "condition": "${interview_complete} or ${context_aware}",
+        }
+    ]
+    response = upload(staff_client, into_url(generator), "Generator", json.dumps(example).encode())
+    html = response.content.decode()
+    assert "Rejected: 3 problems. Nothing was changed." in html
+    assert "<code>declarative_variables[1] (max_items).value</code>" in html
+    assert "<code>declarative_variables[2] (product_tier).name</code>" in html
+    assert "already declared" in html
+    assert "<code>handoffs[0] (InterviewAgent → PlannerAgent).condition</code>" in html
+    assert "&quot;or&quot; is not allowed" in html
 
 
 def test_upload_size_limit(staff_client: Client, settings: Any, example_bytes: bytes) -> None:

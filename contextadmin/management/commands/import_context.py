@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from contextadmin import specs
 from contextadmin.services import ImportRefused, workflow_import
 from runs.engine.format import ConfigError
 
@@ -40,8 +41,9 @@ class Command(BaseCommand):
                 comment=options["comment"],
             )
         except ConfigError as exc:
+            document = specs.decoded_document(data)
             for issue in exc.issues:
-                self.stderr.write(f"error: {issue}")
+                self.stderr.write(f"error: {specs.issue_label(issue, document)}")
             count = len(exc.issues)
             problems = f"{count} problem{'s' if count != 1 else ''}"
             raise CommandError(f"rejected {options['file']}: {problems}; nothing changed") from None
