@@ -5,6 +5,7 @@ can die mid-chat and resume."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -270,3 +271,24 @@ def test_a_chat_that_raises_pauses_the_run_then_resumes_running_until_completed(
             reporter=RunReporter(server.url, token),
             run_id=session.run_id,
         )
+
+
+def test_a_refused_token_never_hurts_the_chat_and_is_logged_once(site, caplog) -> None:
+    server, _ = site
+    pattern = demo_pattern()
+    session = attach(
+        pattern,
+        DEMO_CONFIG,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+        reporter=RunReporter(server.url, "ca_00000000_not-a-real-token"),
+    )
+    with caplog.at_level(logging.WARNING, logger="runs.client"), session:
+        result, context, _ = initiate_group_chat(
+            pattern=pattern, messages=OPENING, max_rounds=30
+        )
+    assert [m.get("name") for m in result.chat_history][-1] == "HandoffsAgent"
+    assert context["handoffs_reviewed"] is True  # the chat ran exactly as without a server
+    assert session.reporter is not None and "401" in (session.reporter.error or "")
+    assert sum("reporting stopped" in r.getMessage() for r in caplog.records) == 1
