@@ -23,8 +23,15 @@ from contextadmin import selectors as definitions
 from runs import selectors
 from runs.auth import Caller, authenticate
 from runs.engine.format import ConfigError
-from runs.errors import ApiError, BadRequest, Conflict, NotFound, TooLarge, error_response
-from runs.errors import json_response as json_response
+from runs.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    TooLarge,
+    error_response,
+    json_response,
+)
 from runs.services import ingest, lifecycle
 from runs.services.broadcast import broadcasts_collected, broadcasts_send
 from runs.services.tokens import token_check_workflow
