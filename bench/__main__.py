@@ -254,9 +254,7 @@ class Bench:
             f"{name} {s[name].delivered:,}/{s[name].run_events:,}" for name in ("up", "slow")
         )
         per_event_ok = all(s[n].us(50) <= 50 and s[n].us(99) <= 1000 for n in served)
-        down_ok = s["down"].us(50) <= s["up"].us(50) * 1.1 + 2 and (
-            s["down"].chat_median <= s["up"].chat_median * 1.1
-        )
+        down_ok = s["down"].chat_median <= s["up"].chat_median * 1.05
         without = s["without"].chat_median
         extra = (s["up"].chat_median - without) / max(events, 1)
         self.emit(
@@ -267,8 +265,8 @@ class Bench:
                 f"server up (Daphne), down (closed port), slow ({ag2.SLOW_S * 1e3:.0f} ms "
                 "per request)",
                 f"per reported event {cost}; chat time {chats}; delivered {delivered}",
-                "≤ 50 µs p50 and ≤ 1 ms p99 per event; down no slower than up (p50 within 10% "
-                "+ 2 µs, chat time within 10%)",
+                "≤ 50 µs p50 and ≤ 1 ms p99 per event (wall clock) in each case; the chat with "
+                "the server down no slower than up (median chat time within 5%)",
                 per_event_ok and down_ok,
                 baseline=f"the same chat without the adapter {without * 1e3:.0f} ms",
                 ratio=f"+{extra * 1e6:.0f} µs of chat time per run event with the server up",
