@@ -137,6 +137,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
 
     class Media:
         css = {"all": ["contextadmin/admin.css"]}
+        js = ["contextadmin/workflow.js"]
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         """Let whoever may delete a workflow delete its definitions with it.
@@ -269,6 +270,11 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
                     f"{workflow.name}{variant}.production.context_variables.json"
                 ),
                 "head_version": head,
+                "production_warnings": selectors.production_warnings(
+                    document=selectors.version_document(version=head)
+                )
+                if head is not None
+                else [],
                 "published_version": workflow.published_version,
                 "review_required": selectors.review_required(),
             }

@@ -191,6 +191,14 @@ class TriggerForm(forms.ModelForm):
         widgets = {"position": _POSITION}
         labels = {"equals": "text equals", "count": "turn count"}
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("type") and data["type"] != "agent_text":
+            # Matching options belong to agent_text; the page hides (and does not send) them
+            # for the other types, which must not read as "trim: unticked".
+            data["case_sensitive"], data["trim"] = False, True
+        return data
+
 
 class HandoffForm(forms.ModelForm):
     class Meta:

@@ -448,3 +448,25 @@ def recent_changes(*, limit: int = 100) -> list[WorkflowVersion]:
         .select_related("workflow", "author", "approved_by")
         .order_by("-created", "-pk")[:limit]
     )
+
+
+PRODUCTION_WARNING = "never fires in production: environment variables are suppressed"
+
+
+def production_warnings(*, document: Mapping[str, Any]) -> list[str]:
+    """Say which hand-offs name an environment variable: in production they never fire."""
+    section = document.get("context_variables") or {}
+    environment = {v.get("name") for v in section.get("environment_variables") or []}
+    warnings = []
+    for handoff in document.get("handoffs") or []:
+        try:
+            names = fmt.condition_names(handoff.get("condition", ""))
+        except fmt.ConditionError:
+            continue
+        gated = [name for name in names if name in environment]
+        if gated:
+            warnings.append(
+                f"hand-off {handoff.get('source_agent')} → {handoff.get('target_agent')} when "
+                f"{handoff.get('condition')}: {PRODUCTION_WARNING} ({', '.join(gated)})"
+            )
+    return warnings

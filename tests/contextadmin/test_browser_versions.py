@@ -286,3 +286,84 @@ def test_a_draft_needs_another_operators_approval(review_server: LiveServer, chr
         ]
         == 60
     )
+
+
+def test_edit_page_fits_the_work(daphne_server: LiveServer, chromium: Any) -> None:
+    """Type-aware trigger rows, the production warning before saving, one-pass errors."""
+    from playwright.sync_api import expect
+
+    daphne_server.manage("import_context", str(EXAMPLE_PATH), "--workflow", "EditFlow")
+    page = session(chromium, daphne_server, daphne_server.username, daphne_server.password)
+    try:
+        open_workflow(page, "EditFlow")
+        trigger = "#id_derived_variables-0-triggers-0-"
+        # agent_text: agent, text, case and trim; no count, tool or status.
+        for field in ("agent", "equals", "case_sensitive", "trim"):
+            expect(page.locator(f"{trigger}{field}")).to_be_visible()
+        for field in ("count", "tool", "status"):
+            expect(page.locator(f"{trigger}{field}")).not_to_be_visible()
+        page.select_option(f"{trigger}type", "tool_response")
+        expect(page.locator(f"{trigger}tool")).to_be_visible()
+        expect(page.locator(f"{trigger}status")).to_be_visible()
+        for field in ("agent", "equals", "case_sensitive", "trim", "count"):
+            expect(page.locator(f"{trigger}{field}")).not_to_be_visible()
+        page.select_option(f"{trigger}type", "agent_turn_count")
+        expect(page.locator(f"{trigger}count")).to_be_visible()
+        expect(page.locator(f"{trigger}trim")).not_to_be_visible()
+
+        # A hand-off gated on an environment variable is flagged while typing.
+        expect(page.locator("#production-warnings")).to_be_hidden()
+        page.locator(".djn-add-handler.djn-model-contextadmin-handoff").click()
+        page.fill("#id_handoffs-0-source_agent", "InterviewAgent")
+        page.fill("#id_handoffs-0-target_agent", "PlannerAgent")
+        page.fill("#id_handoffs-0-condition", "${interview_complete} and ${context_aware}")
+        warning = page.locator("#id_handoffs-0-condition ~ .production-warning")
+        expect(warning).to_have_text(
+            "never fires in production: environment variables are suppressed (context_aware)"
+        )
+        expect(page.locator("#production-warnings")).to_contain_text(
+            "hand-off InterviewAgent → PlannerAgent when ${interview_complete} and "
+            "${context_aware}: never fires in production"
+        )
+        assert page.locator("#id_handoffs-0-condition").get_attribute("list") == ("condition-names")
+        page.fill("#id_handoffs-0-condition", "${interview_complete}")
+        expect(warning).to_have_count(0)
+        expect(page.locator("#production-warnings")).to_be_hidden()
+        page.fill("#id_handoffs-0-condition", "${interview_complete} and ${context_aware}")
+
+        # The turn-count trigger saves without stale agent_text options; the warning stays.
+        page.fill(f"{trigger}count", "3")
+        page.click("input[name=_continue]")
+        expect(page.locator("ul.messagelist")).to_contain_text("Saved as version 2")
+        expect(page.locator("#production-warnings")).to_be_visible()
+        expect(page.locator(f"{trigger}trim")).not_to_be_visible()
+        # Columns no row of the table uses are gone, headers and cells alike.
+        headers = page.locator("#derived_variables-0 th.djn-th:visible")
+        expect(headers).to_have_text(["Type", "Agent", "Turn count", "Delete?"])
+        OUTPUT.mkdir(exist_ok=True)
+        page.screenshot(path=str(OUTPUT / "admin-edit-page.png"), full_page=True)
+
+        # Every problem at once: a field error, a duplicate name and an "or" condition.
+        value_input(page, "max_items").fill("many")
+        page.locator("#id_database_variables-0-name").fill("product_tier")
+        page.fill("#id_handoffs-0-condition", "${interview_complete} or ${context_aware}")
+        page.click("input[name=_continue]")
+        issues = page.locator("#document-issues li")
+        expect(issues).to_have_count(3)
+        expect(page.locator("#document-issues")).to_contain_text(
+            "declarative_variables[1] (max_items).value: must be an integer"
+        )
+        expect(page.locator("#document-issues")).to_contain_text(
+            "database_variables[0] (product_tier).name: product_tier is already declared"
+        )
+        expect(page.locator("#document-issues")).to_contain_text(
+            "handoffs[0] (InterviewAgent → PlannerAgent).condition:"
+        )
+        page.screenshot(path=str(OUTPUT / "admin-one-pass-errors.png"), full_page=True)
+        assert page.page_errors == []
+    finally:
+        page.context.close()
+    derived = exported(daphne_server, "EditFlow")["context_variables"]["derived_variables"]
+    assert derived[0]["triggers"] == [
+        {"type": "agent_turn_count", "agent": "InterviewAgent", "count": 3}
+    ]

@@ -59,13 +59,14 @@ def test_changed_fields_are_named_by_path(generator: Workflow, example: dict) ->
 def test_a_variable_moving_category_is_one_change(generator: Workflow, example: dict) -> None:
     moved = copy.deepcopy(example)
     section = moved["context_variables"]
-    section["environment_variables"].pop(0)
-    section["derived_variables"].append({"name": "context_aware", "triggers": []})
+    # (Not a base flag such as context_aware: only an environment variable may take that name.)
+    section["declarative_variables"].pop(0)
+    section["derived_variables"].append({"name": "product_tier", "triggers": []})
     assert diff_lines(generator, moved) == [
-        "~ derived variable context_aware: category environment → derived; "
-        'description "Flag indicating if workflow should use context-aware behavior" → ""; '
-        'source.type "environment" → (none); source.env_var "CONTEXT_AWARE" → (none); '
-        "default (none) → false; triggers (none) → []",
+        "~ derived variable product_tier: category declarative → derived; "
+        'type "string" → "boolean"; '
+        'description "Static tier label shipped with the workflow (not env or db)" → ""; '
+        'value "beta" → (none); default (none) → false; triggers (none) → []',
     ]
 
 

@@ -484,3 +484,41 @@ def _upload(data: bytes) -> Any:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     return SimpleUploadedFile("context_variables.json", data, content_type="application/json")
+
+
+# -- the edit page ------------------------------------------------------------------------------
+def test_production_warnings_name_each_gated_handoff(
+    staff_client: Client, generator: Workflow, example: dict[str, Any]
+) -> None:
+    example["handoffs"] = [
+        {"source_agent": "A", "target_agent": "B", "condition": "${interview_complete}"},
+        {
+            "source_agent": "A",
+            "target_agent": "C",
+            "condition": "${interview_complete} and ${context_aware}",
+        },
+    ]
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True)
+    html = staff_client.get(change_url(generator)).content.decode()
+    assert (
+        "hand-off A → C when ${interview_complete} and ${context_aware}: never fires in "
+        "production: environment variables are suppressed (context_aware)"
+    ) in html
+    assert "hand-off A → B" not in html
+
+
+def test_a_trigger_of_another_type_ignores_the_matching_options(
+    staff_client: Client, generator: Workflow
+) -> None:
+    data = page_data(staff_client, generator)
+    data["derived_variables-0-triggers-0-type"] = "tool_response"
+    data["derived_variables-0-triggers-0-tool"] = "close_ticket"
+    data["derived_variables-0-triggers-0-agent"] = ""
+    data["derived_variables-0-triggers-0-equals"] = ""
+    data.pop("derived_variables-0-triggers-0-trim", None)  # hidden: not sent by the page
+    response = staff_client.post(change_url(generator), data)
+    assert response.status_code == 302, response.context and response.context["errors"]
+    exported = json.loads(selectors.workflow_export(workflow=generator))
+    assert exported["context_variables"]["derived_variables"][0]["triggers"] == [
+        {"type": "tool_response", "tool": "close_ticket"}
+    ]
