@@ -199,7 +199,8 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """A frame that is not JSON text gets an error reply and the socket stays open
         (channels' JSON consumer would close it); JSON goes on to ``receive_json``."""
-        assert self.batcher is not None  # frames come only after connect accepted
+        if self.batcher is None:  # refused at connect: the close is on its way
+            return
         try:
             if not text_data:
                 raise BadRequest("message: send JSON text frames")
@@ -209,8 +210,7 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Queue the event for the next batch, unless the token was revoked meanwhile."""
-        assert self.batcher is not None
-        if self.batcher.closing:  # revoked: nothing more from this socket
+        if self.batcher is None or self.batcher.closing:  # refused, or revoked: nothing more
             return
         if await self._token_revoked():
             self.batcher.reply(
