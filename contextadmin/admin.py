@@ -21,7 +21,7 @@ from django.urls import path, reverse
 from django.utils.crypto import constant_time_compare
 from django.utils.html import format_html
 
-from contextadmin import selectors, services, specs
+from contextadmin import impact, selectors, services, specs
 from contextadmin.forms import (
     DatabaseForm,
     DatabaseFormSet,
@@ -53,6 +53,7 @@ from contextadmin.models import (
     Workflow,
     WorkflowVersion,
 )
+from runs.engine import format as fmt
 from runs.engine.format import ConfigError
 
 PENDING_IMPORT_KEY = "contextadmin.pending_import"
@@ -323,10 +324,16 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
             and after.number == head.number
             and workflow.published_version_id != after.pk
         )
+        impact_report, impact_error = None, ""
+        if after is not None and request.GET.get("impact") == "1":
+            impact_report, impact_error = _impact_of(workflow=workflow, version=after)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": f"History of {workflow.name}",
+            "impact": impact_report,
+            "impact_error": impact_error,
+            "impact_available": impact.run_source() is not None,
             "subtitle": None,
             "workflow": workflow,
             "object": workflow,
@@ -559,6 +566,25 @@ def _issues_named(exc: ConfigError, data: bytes) -> list[dict[str, str]]:
         else {"path": "", "message": issue.message}
         for issue in exc.issues
     ]
+
+
+def _impact_of(
+    *, workflow: Workflow, version: WorkflowVersion
+) -> tuple[impact.ImpactReport | None, str]:
+    """Replay the workflow's recent runs under ``version`` (bounded: 100 runs, 10 s)."""
+    source = impact.run_source()
+    if source is None:
+        return None, "No recorded runs to replay here."
+    try:
+        candidate = fmt.parse_config(version.export).config
+    except ConfigError as exc:
+        return None, f"Version {version.number} breaks the format: {exc}"
+    report = impact.impact_replay(
+        runs=source(workflow_name=workflow.name, limit=impact.DEFAULT_RUNS),
+        candidate=candidate,
+        time_budget_s=10.0,
+    )
+    return report, ""
 
 
 def _int_param(request: HttpRequest, name: str, default: int) -> int:

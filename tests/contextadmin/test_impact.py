@@ -166,3 +166,18 @@ def test_command_without_a_run_source(db: None) -> None:
             call_command("impact_context", "Lonely")
     finally:
         impact._SOURCES[:] = saved
+
+
+def test_history_page_replays_recent_runs_on_request(
+    recorded: list[dict[str, Any]], staff_client: Any
+) -> None:
+    from django.urls import reverse
+
+    services.workflow_import(name="Pipeline", data=json.dumps(variant(count=3)), replace=True)
+    workflow = Workflow.objects.get(name="Pipeline")
+    url = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
+    page = staff_client.get(url).content.decode()
+    assert "Replay recent runs under version 2" in page and recorded == []
+    page = staff_client.get(url + "?from=1&to=2&impact=1").content.decode()
+    assert "Impact on recorded runs: 3 of 3 would change" in page
+    assert "reviewed flips at event 5 instead of 4" in page
