@@ -40,8 +40,10 @@ def generated_events(count: int, seed: int) -> list[dict]:
                 }
             )
         else:
+            # context_set may set only database (and, outside production, environment)
+            # variables; derived flags flip by their triggers only (runs/engine/state.py).
             events.append(
-                {"type": kind, "name": "interview_complete", "value": rng.choice([True, False])}
+                {"type": kind, "name": "concept_overview", "value": rng.choice(["a", "b", "c"])}
             )
     return events
 

@@ -208,7 +208,7 @@ VALID_EVENTS = [
     {"type": "agent_text", "agent": "InterviewAgent", "text": "NEXT"},
     {"type": "agent_text", "agent": "WriterAgent", "text": "hello"},
     {"type": "tool_response", "tool": "search", "status": "success", "data": {"n": 1}},
-    {"type": "context_set", "name": "product_tier", "value": "gold"},
+    {"type": "context_set", "name": "concept_overview", "value": "gold"},
     {"type": "run_status", "status": "paused"},
     {"type": "run_status", "status": "running"},
 ]

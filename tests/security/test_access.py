@@ -389,7 +389,7 @@ def hostile_site(db, django_user_model, settings) -> dict[str, Any]:
     ingest.event_ingest(run_id=run.pk, events=[
         {"type": "agent_text", "agent": XSS_ATTR, "text": XSS},
         {"type": "tool_response", "tool": XSS, "status": "ok", "data": {XSS: XSS_ATTR}},
-        {"type": "context_set", "name": "product_tier", "value": XSS},
+        {"type": "context_set", "name": "concept_overview", "value": XSS},
     ])
     tokens.api_token_create(name=XSS)
     django_user_model.objects.create_user("op", password="pw-12345678", is_staff=True,
