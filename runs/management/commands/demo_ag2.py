@@ -13,6 +13,7 @@ from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
 from runs.client import RunReporter
 from runs.models import ApiToken
+from runs.services.tokens import api_token_authenticate, api_token_create
 
 DEMO_RUNTIME_NAME = "demo_ag2"
 
@@ -88,14 +89,6 @@ class Command(BaseCommand):
 
     def _demo_token(self, path: Path | None) -> str:
         """Reuse the one demo token (its secret kept in var/), or create it once."""
-        try:
-            from runs.services.tokens import api_token_authenticate, api_token_create
-        except ImportError:  # the services module before its split into a package
-            from runs.services import (  # type: ignore[attr-defined,no-redef]
-                api_token_authenticate,
-                api_token_create,
-            )
-
         path = path or Path(settings.BASE_DIR) / "var" / f"{DEMO_RUNTIME_NAME}.token"
         if path.exists():
             secret = path.read_text().strip()
