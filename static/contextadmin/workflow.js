@@ -171,8 +171,26 @@
     conditionInputs().forEach(function (input) { input.setAttribute("list", "condition-names"); });
   }
 
+  // -- narrow screens: each cell says which column it is in --------------------------------
+  function applyCellLabels() {
+    form().querySelectorAll(".djn-group table").forEach(function (table) {
+      var headers = table.querySelectorAll(":scope > thead th");
+      if (!headers.length) return;
+      table.querySelectorAll(":scope > tbody > tr").forEach(function (row) {
+        var cells = row.querySelectorAll(":scope > td");
+        var offset = cells.length - headers.length;
+        cells.forEach(function (cell, index) {
+          var header = headers[index - offset];
+          var text = header ? header.textContent.trim() : "";
+          if (text && cell.getAttribute("data-label") !== text) cell.setAttribute("data-label", text);
+        });
+      });
+    });
+  }
+
   function applyAll() {
     if (!form()) return;
+    applyCellLabels();
     triggerRows().forEach(applyTriggerType);
     applyTriggerColumns();
     applyProductionWarnings();

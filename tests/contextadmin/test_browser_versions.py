@@ -367,3 +367,31 @@ def test_edit_page_fits_the_work(daphne_server: LiveServer, chromium: Any) -> No
     assert derived[0]["triggers"] == [
         {"type": "agent_turn_count", "agent": "InterviewAgent", "count": 3}
     ]
+
+
+@pytest.mark.parametrize("width", [1366, 400])
+def test_the_workflow_page_fits_the_screen(
+    daphne_server: LiveServer, chromium: Any, width: int
+) -> None:
+    """No table overflows at 1366 px; at 400 px the inputs stack instead of scrolling away."""
+    daphne_server.manage("import_context", str(EXAMPLE_PATH), "--workflow", f"Fit{width}")
+    page = session(chromium, daphne_server, daphne_server.username, daphne_server.password)
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        open_workflow(page, f"Fit{width}")
+        overflowing = page.evaluate(
+            """() => Array.from(document.querySelectorAll('#workflow_form .djn-group'))
+                .filter(g => g.scrollWidth > g.clientWidth + 1
+                    || Array.from(g.querySelectorAll('.tabular, table'))
+                        .some(t => t.scrollWidth > t.clientWidth + 1))
+                .map(g => g.id)"""
+        )
+        page_wider = page.evaluate(
+            "() => document.documentElement.scrollWidth > window.innerWidth + 1"
+        )
+        OUTPUT.mkdir(exist_ok=True)
+        page.screenshot(path=str(OUTPUT / f"admin-workflow-{width}px.png"), full_page=True)
+        assert overflowing == [] and not page_wider, overflowing
+        assert page.page_errors == []
+    finally:
+        page.context.close()
