@@ -203,7 +203,9 @@ def run_state(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, d
 def workflow_context_variables(
     request: HttpRequest, caller: Caller, name: str
 ) -> tuple[int, HttpResponse]:
-    """GET /api/workflows/<name>/context_variables.json — the workflow's export, an attachment.
+    """GET /api/workflows/<name>/context_variables.json?environment=&version=N|draft — the
+    published version's export (docs/versions.md), an attachment with its version number and
+    a strong ETag; a matching If-None-Match gets 304.
 
     A token scoped to another workflow is refused before the name is looked up, so it learns
     nothing about which workflows exist.
@@ -212,20 +214,37 @@ def workflow_context_variables(
     workflow = definitions.workflow_get(name=name)
     if workflow is None:
         raise NotFound(f"name: no workflow named {name!r}", field="name")
-    environment = request.GET.get("environment", "development")
     try:
-        body = definitions.workflow_export(workflow=workflow, environment=environment)
+        exported = definitions.workflow_export_version(
+            workflow=workflow,
+            environment=request.GET.get("environment", "development"),
+            version=definitions.version_parse(request.GET.get("version", "")),
+        )
+    except definitions.VersionNotFound as exc:
+        raise NotFound(str(exc), field="version") from None
     except definitions.UnknownEnvironment as exc:
         raise BadRequest(f"environment: {exc}", field="environment") from None
-    except ConfigError as exc:
+    except ConfigError as exc:  # an unversioned workflow whose rows break a rule
         raise Conflict(
             f"the definitions of {name} break the format; fix them in the admin",
             issues=[{"path": issue.path, "message": issue.message} for issue in exc.issues],
         ) from None
-    response = HttpResponse(body, content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="context_variables.json"'
+    if _etags(request.headers.get("If-None-Match")) & {exported.etag, "*"}:
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(exported.body, content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="context_variables.json"'
+    response["ETag"] = exported.etag
     response["Cache-Control"] = "private, no-cache"
-    return 200, response
+    if exported.number is not None:
+        response["X-Context-Version"] = str(exported.number)
+    response["X-Context-Version-Status"] = exported.status
+    return response.status_code, response
+
+
+def _etags(header: str | None) -> set[str]:
+    """The entity tags of an If-None-Match header (``*`` matches any)."""
+    return {tag.strip() for tag in (header or "").split(",") if tag.strip()}
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

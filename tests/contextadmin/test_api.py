@@ -13,7 +13,7 @@ from django.test import Client
 from jsonschema import Draft202012Validator
 
 from contextadmin import selectors
-from contextadmin.models import Variable, Workflow
+from contextadmin.models import Variable, Workflow, WorkflowVersion
 from runs.engine import format as fmt
 from tests.contextadmin.conftest import EXAMPLE_PATH
 
@@ -92,7 +92,11 @@ def test_other_methods_are_a_json_405(staff_client: Client, generator: Workflow)
 def test_definitions_that_break_a_rule_are_a_json_409(
     staff_client: Client, generator: Workflow
 ) -> None:
+    """Only a workflow without versions is served from its rows (docs/versions.md): rows that
+    break a rule there are a 409; a published version is served as stored."""
     Variable.objects.filter(name="product_tier").update(name="Bad Name")  # bypassing the admin
+    assert staff_client.get(url("Generator")).status_code == 200  # version 1, as published
+    WorkflowVersion.objects.filter(workflow=generator).delete()
     response = staff_client.get(url("Generator"))
     assert response.status_code == 409
     assert response.json()["issues"][0]["path"] == "context_variables.declarative_variables[0].name"
@@ -151,3 +155,21 @@ def test_the_schema_rejects_what_parse_config_rejects(document: dict[str, Any]) 
     assert list(_validator().iter_errors(document))
     with pytest.raises(fmt.ConfigError):
         fmt.parse_config(document)
+
+
+@pytest.mark.django_db
+def test_the_export_names_its_version_and_a_matching_etag_is_304(
+    staff_client: Client, generator: Workflow
+) -> None:
+    response = staff_client.get(url("Generator"))
+    assert response.status_code == 200
+    assert response["X-Context-Version"] == "1"
+    assert response["X-Context-Version-Status"] == "published"
+    etag = response["ETag"]
+    again = staff_client.get(url("Generator"), HTTP_IF_NONE_MATCH=etag)
+    assert again.status_code == 304 and again.content == b"" and again["ETag"] == etag
+    assert staff_client.get(url("Generator"), HTTP_IF_NONE_MATCH='"other"').status_code == 200
+    assert staff_client.get(url("Generator") + "?version=1").status_code == 200
+    missing = staff_client.get(url("Generator") + "?version=9")
+    assert missing.status_code == 404 and missing.json()["field"] == "version"
+    assert missing.json()["error"].startswith("version:")
