@@ -377,7 +377,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
                 comment=request.POST.get("comment", "").strip()[:1000],
             )
         except services.StaleEdit as exc:
-            messages.error(request, str(exc).replace("your edits are kept below: ", ""))
+            messages.error(request, f"Not reverted: {exc}")
             return HttpResponseRedirect(history)
         except (services.ImportRefused, ConfigError) as exc:
             messages.error(request, f"Version {number} cannot be restored: {exc}")

@@ -487,7 +487,13 @@ class WorkflowForm(forms.ModelForm):
                 self.stale = exc
                 self.data = self.data.copy()
                 self.data[self.add_prefix("base_version")] = str(exc.current.number)
-                raise ValidationError(str(exc), code="stale") from None
+                current = exc.current
+                raise ValidationError(
+                    f"Not saved: version {current.number} was {current.get_action_display()} "
+                    f"by {current.who} since you opened this page (what changed is shown "
+                    "above); your edits are kept.",
+                    code="stale",
+                ) from None
         return data
 
 

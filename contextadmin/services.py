@@ -59,8 +59,7 @@ class StaleEdit(Exception):
         super().__init__(
             f"{workflow.name} changed since you opened it: version {current.number} was "
             f"{current.get_action_display()} by {current.who} at {when} (you started from "
-            f"version {base}). Nothing was saved; your edits are kept below: merge them with "
-            "the changes shown and save again."
+            f"version {base}). Nothing was changed."
         )
 
     def diff(self) -> ConfigDiff:
