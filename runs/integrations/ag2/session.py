@@ -262,7 +262,7 @@ class AG2Session:
         self._transit: dict[str, str] = {}  # agent -> its expected "[Handing off to X]"
         self._rule_of: dict[int, int] = {}  # id(OnContextCondition) -> rule index
         self._warned: set[str] = set()
-        self._stream_token: Any = None
+        self._stream_cm: Any = None  # IOStream.set_default(...) while inside `with`
         self._ended = False
         self._seed_context()
         self._register_handoffs()
