@@ -270,7 +270,7 @@ class Bench:
                 per_event_ok and down_ok,
                 baseline=f"the same chat without the adapter {without * 1e3:.0f} ms",
                 ratio=f"+{extra * 1e6:.0f} µs of chat time per run event with the server up",
-                setup=self.tag("in-memory", "1 Daphne + in-process fake"),
+                setup=self.tag("in-memory", "1 Daphne + a slow stand-in process"),
             )
         )
 
