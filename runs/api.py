@@ -27,6 +27,7 @@ from runs.errors import (
     ApiError,
     BadRequest,
     Conflict,
+    MethodNotAllowed,
     NotFound,
     TooLarge,
     error_response,
@@ -40,22 +41,11 @@ View = Callable[..., tuple[int, Any]]
 SERVER_ERROR = "server error: retry (a batch with seq numbers is safe to retry)"
 
 
-class MethodNotAllowed(ApiError):
-    status = 405
-
-    def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
-        super().__init__(f"method {method} not allowed: use {' or '.join(allowed)}")
-        self.allowed = allowed
-
-    def headers(self) -> dict[str, str]:
-        return {"Allow": ", ".join(self.allowed)}
-
-
 def api_view(
     *, methods: tuple[str, ...], session_allowed: bool = False
 ) -> Callable[[View], Callable[..., HttpResponse]]:
     """Wrap a view returning ``(status, data)``: check the method, authenticate, render the
-    data (bytes as they are, anything else as JSON) and every ApiError as its JSON 4xx."""
+    data as JSON (a response as it is) and every ApiError as its JSON 4xx."""
     allowed = (*methods, "HEAD") if "GET" in methods else methods
 
     def decorate(view: View) -> Callable[..., HttpResponse]:

@@ -52,6 +52,17 @@ class NotFound(ApiError):
     status = 404
 
 
+class MethodNotAllowed(ApiError):
+    status = 405
+
+    def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(f"method {method} not allowed: use {' or '.join(allowed)}")
+        self.allowed = allowed
+
+    def headers(self) -> dict[str, str]:
+        return {**super().headers(), "Allow": ", ".join(self.allowed)}
+
+
 class Conflict(ApiError):
     status = 409
 

@@ -7,8 +7,14 @@ import json
 
 import pytest
 
-from runs.api import MethodNotAllowed
-from runs.errors import BadRequest, Conflict, RateLimited, Unauthorized, error_response
+from runs.errors import (
+    BadRequest,
+    Conflict,
+    MethodNotAllowed,
+    RateLimited,
+    Unauthorized,
+    error_response,
+)
 
 
 @pytest.mark.parametrize(
