@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
+from django.db.models.functions import Coalesce, Greatest
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -622,7 +623,15 @@ class RecentChangesAdmin(admin.ModelAdmin):
     date_hierarchy = "created"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[WorkflowVersion]:
-        return super().get_queryset(request).defer("export", "export_production")
+        # Newest activity first: a version rises to the top again when it is approved.
+        return (
+            WorkflowVersion._default_manager.defer("export", "export_production")
+            .annotate(activity=Greatest("created", Coalesce("approved_at", "created")))
+            .order_by(*self.get_ordering(request))
+        )
+
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        return ["-activity", "-pk"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -522,3 +522,16 @@ def test_a_trigger_of_another_type_ignores_the_matching_options(
     assert exported["context_variables"]["derived_variables"][0]["triggers"] == [
         {"type": "tool_response", "tool": "close_ticket"}
     ]
+
+
+def test_recent_changes_puts_an_approval_first(
+    review_on: None, staff: Any, staff_client: Client, generator: Workflow, example: dict
+) -> None:
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, user=staff)
+    services.workflow_import(name="Other", data=json.dumps(example), user=staff)
+    services.workflow_version_approve(workflow=generator, number=2, user=other_staff())
+    response = staff_client.get(reverse("admin:contextadmin_workflowversion_changelist"))
+    rows = [row.workflow.name for row in response.context["cl"].result_list]
+    assert rows[0] == "Generator" and rows[1] == "Other"
+    assert "approved by reviewer at" in response.content.decode()
