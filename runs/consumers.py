@@ -74,7 +74,9 @@ class RunConsumer(AsyncWebsocketConsumer):
         run_id: str = self.scope["url_route"]["kwargs"]["run_id"]
         try:
             after = selectors.parse_seq(_query(self.scope).get("after"), name="after")
-            snapshot = await database_sync_to_async(self._snapshot)(run_id, after)
+            snapshot = await database_sync_to_async(selectors.run_snapshot)(
+                run_id=run_id, after=after
+            )
         except ApiError as exc:
             await self.accept()
             await self.send(text_data=selectors.json_text({"type": "error", **exc.as_dict()}))
@@ -121,12 +123,6 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def _send_text(self, text: str) -> None:
         await self.send(text_data=text)
-
-    @staticmethod
-    def _snapshot(run_id: str, after: int | None) -> dict[str, Any]:
-        run = selectors.run_get(run_id=run_id)
-        state = selectors.run_state_at(run=run, seq=after).as_response(run)
-        return {"type": "snapshot", **state, "run": selectors.run_summary(run=run)}
 
 
 class RunListConsumer(AsyncWebsocketConsumer):

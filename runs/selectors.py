@@ -71,6 +71,14 @@ def run_state_at(*, run: Run, seq: int | None = None) -> StateAt:
     return StateAt(seq=seq, state=_state_replayed(run=run, seq=seq).to_dict())
 
 
+def run_snapshot(*, run_id: str, after: int | None) -> dict[str, Any]:
+    """The inspector's first message: the state as of ``after`` (latest when None), the
+    hand-off readiness then, and the run's summary."""
+    run = run_get(run_id=run_id)
+    state = run_state_at(run=run, seq=after).as_response(run)
+    return {"type": "snapshot", **state, "run": run_summary(run=run)}
+
+
 def _state_replayed(*, run: Run, seq: int) -> RunState:
     """The run's state after ``seq`` events: its nearest snapshot, then the log after it."""
     if seq > run.last_seq:
