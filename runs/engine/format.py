@@ -16,6 +16,7 @@ Entry points:
 from __future__ import annotations
 
 import json
+import keyword
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -190,8 +192,15 @@ Primitive = Annotated[
     Any, WithJsonSchema({"type": ["string", "integer", "number", "boolean"]})
 ]
 
+def _not_a_keyword(name: str) -> str:
+    if keyword.iskeyword(name):
+        raise ValueError(f"{name} is a Python keyword: AG2's ContextExpression cannot reference it")
+    return name
+
+
 Name = Annotated[
     str,
+    AfterValidator(_not_a_keyword),
     Field(
         min_length=1,
         max_length=NAME_MAX_CHARS,
@@ -237,6 +246,9 @@ def condition_names(expr: Any) -> tuple[str, ...]:
     strict = _STRICT_CONDITION.fullmatch(expr)
     if strict is not None:
         names = tuple(name for name in strict.groups() if name is not None)
+        for name in names:
+            if keyword.iskeyword(name):
+                raise ConditionError(f"{name} is a Python keyword, not a variable name")
         if len(names) == 2 and names[0] == names[1]:
             raise ConditionError(f"{names[0]} is referenced twice")
         return names

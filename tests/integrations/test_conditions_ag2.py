@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runs.engine import ConditionError, condition_names, evaluate_condition
-from runs.engine.format import NAME_MAX_CHARS, NAME_PATTERN
+from runs.engine.format import NAME_MAX_CHARS, NAME_PATTERN, ConfigError, parse_config
 
 ACCEPTED = [
     "${interview_complete}",
@@ -82,11 +82,6 @@ def test_generated_conditions_parse_and_evaluate_alike_in_ag2(
     assert ag2_holds(expr, values) == evaluate_condition(expr, values)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine gap (reported): NAME_PATTERN admits Python keywords (and, if, is, ...), "
-    "which AG2's ContextExpression cannot parse; runs/engine/format.py should refuse them",
-)
 @pytest.mark.parametrize("name", ["and", "if", "is", "class", "lambda"])
 def test_keyword_names_are_refused_because_ag2_cannot_parse_them(name: str) -> None:
     assert re.fullmatch(NAME_PATTERN, name)
@@ -94,3 +89,22 @@ def test_keyword_names_are_refused_because_ag2_cannot_parse_them(name: str) -> N
         ContextExpression(f"${{{name}}}")
     with pytest.raises(ConditionError):
         condition_names(f"${{{name}}}")
+
+
+@pytest.mark.parametrize("name", ["and", "if", "class"])
+def test_the_format_refuses_a_variable_named_like_a_keyword(name: str) -> None:
+    document = {
+        "context_variables": {
+            "derived_variables": [
+                {"name": name, "default": False, "triggers": [
+                    {"type": "agent_text", "agent": "InterviewAgent", "match": {"equals": "NEXT"}}
+                ]}
+            ]
+        }
+    }
+    with pytest.raises(ConfigError) as raised:
+        parse_config(document)
+    assert [issue.path for issue in raised.value.issues] == [
+        "context_variables.derived_variables[0].name"
+    ]
+    assert "Python keyword" in raised.value.issues[0].message
