@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from contextadmin.models import Workflow
-from contextadmin.selectors import workflow_config
+from contextadmin.selectors import VersionNotFound, workflow_published_config
 from runs.engine import ContextError, RunState, build_context, context_from_supplied
 from runs.engine.format import (
     ENTERPRISE_ID_MAX_CHARS,
@@ -95,8 +95,10 @@ def run_start(
             )
 
     _token_runs_check(token)
-    try:
-        config = workflow_config(workflow=workflow)
+    try:  # the published version (docs/versions.md); rows only for an unversioned workflow
+        config, _version = workflow_published_config(workflow=workflow)
+    except VersionNotFound as exc:
+        raise Conflict(f"workflow: {exc}") from None
     except ConfigError as exc:  # stored before a rule tightened: the admin shows what to fix
         raise Conflict(
             f"workflow: the definitions of {workflow_name} break the format; fix them in the admin",

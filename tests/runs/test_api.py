@@ -380,7 +380,7 @@ def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypat
     """Two starts race past the existence check: the loser answers like a retry, not a 500."""
     from runs.services import lifecycle
 
-    real_config = lifecycle.workflow_config
+    real_config = lifecycle.workflow_published_config
     raced = []
 
     def config_after_a_competing_start(*, workflow):
@@ -391,7 +391,7 @@ def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypat
             )
         return real_config(workflow=workflow)
 
-    monkeypatch.setattr(lifecycle, "workflow_config", config_after_a_competing_start)
+    monkeypatch.setattr(lifecycle, "workflow_published_config", config_after_a_competing_start)
     response = api.post(
         "/api/runs/", {"workflow": "Generator", "enterprise_id": "acme", "run_id": "race"}
     )
@@ -403,3 +403,11 @@ def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypat
         "/api/runs/", {"workflow": "Generator", "enterprise_id": "globex", "run_id": "race"}
     )
     assert other.status_code == 409
+
+
+def test_a_run_pins_the_published_version_not_the_rows(api: Api, generator):
+    """docs/versions.md: new runs get the published version; rows changed outside the admin
+    (no new version) do not reach a run."""
+    generator.variables.filter(name="interview_complete").delete()  # no version made
+    state = api.start()["state"]
+    assert "interview_complete" in state["state"]["context"]  # as in version 1
