@@ -119,7 +119,8 @@ def event_bodies(draw: st.DrawFn) -> Any:
 @example(body=b'{"events": [{"type": "agent_text", "agent": {"name": "a", "x": '
          + b"[" * 300 + b"]" * 300 + b"}, \"text\": \"x\"}]}")
 @example(body=b'{"events": [{"type": "tool_response", "tool": "t", "data": {"\\u0000": 1}}]}')
-@example(body=b'{"events": [{"type": "context_set", "name": "concept_overview", "value": "\\u0000"}]}')
+@example(body=b'{"events": [{"type": "context_set", "name": "concept_overview", '
+               b'"value": "\\u0000"}]}')
 @example(body=b'{"events": [{"type": "agent_text", "agent": "a", "text": "x", "seq": 1e300}]}')
 @example(body=b'{"events": [{"type": "agent_text", "agent": "a", "text": "x", '
          b'"seq": 18446744073709551615}]}')
