@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
+from contextadmin.impact import run_source_register
 from runs.db import sqlite_wal_hold
 
 
@@ -9,4 +10,8 @@ class RunsConfig(AppConfig):
     verbose_name = "Runs"
 
     def ready(self) -> None:
+        # Needs the app registry (it reads the models), so imported here, as Django documents.
+        from runs.selectors import recorded_runs
+
         connection_created.connect(sqlite_wal_hold, dispatch_uid="runs.db.sqlite_wal_hold")
+        run_source_register(recorded_runs)  # contextadmin.impact replays the recorded runs

@@ -3,13 +3,14 @@ messages, summaries. Nothing here writes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from django.db.models import QuerySet
 
+from contextadmin.impact import RecordedRun
 from runs.engine import RunState, event_sender, handoffs_readiness
 from runs.engine.format import ContextVariablesFile
 from runs.engine.state import NAMESPACES
@@ -172,3 +173,27 @@ def run_workflow_names() -> list[str]:
     """Return the workflow names that have runs, for the runs list's filter."""
     names = Run.objects.order_by("workflow_name").values_list("workflow_name", flat=True)
     return list(names.distinct())
+
+
+# -- recorded runs, for contextadmin.impact (registered in RunsConfig.ready) -------------------
+def recorded_runs(
+    *, workflow_name: str, limit: int
+) -> Iterator[tuple[RecordedRun, ContextVariablesFile]]:
+    """Yield up to ``limit`` of a workflow's runs, newest first, each with its start context,
+    its events (read lazily, in seq order) and the definitions it pinned."""
+    runs = Run.objects.filter(workflow_name=workflow_name).order_by("-started_at")[:limit]
+    for run in runs.iterator(chunk_size=50):
+        start = RunSnapshot.objects.filter(run=run, seq=0).values_list("state", flat=True).first()
+        events = (
+            RunEvent.objects.filter(run=run)
+            .order_by("seq")
+            .values_list("payload", flat=True)
+            .iterator(chunk_size=500)
+        )
+        recorded = RecordedRun(
+            run_id=run.pk,
+            base_context=(start or {}).get("context", {}),
+            events=events,
+            environment=run.environment,
+        )
+        yield recorded, run_config(run)

@@ -79,3 +79,20 @@ def test_batches_and_single_events_give_the_same_final_state(generator):
 def test_the_demo_config_is_what_runs_pin(generator):
     run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
     assert run.definitions == demo_config()
+
+
+def test_impact_replays_the_recorded_runs_the_runs_app_registers(generator):
+    """contextadmin.impact reads runs through the source RunsConfig.ready registers: each run's
+    start context, its events in order and the definitions it pinned."""
+    from contextadmin.impact import run_source
+
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    events = generated_events(12, 4)
+    ingest.event_ingest(run_id=run.pk, events=events)
+    source = run_source()
+    assert source is not None
+    [(recorded, config)] = list(source(workflow_name="Generator", limit=5))
+    assert recorded.run_id == run.pk and recorded.environment == "development"
+    assert [e["seq"] for e in recorded.events] == list(range(1, 13))
+    assert recorded.base_context["enterprise_id"] == "acme"
+    assert config.context_variables.derived_variables[0].name == "interview_complete"
