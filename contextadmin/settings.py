@@ -28,6 +28,8 @@ env = environ.Env(
     API_MAX_RUNNING_RUNS_PER_TOKEN=(int, 1000),
     API_MAX_SOCKETS_PER_TOKEN=(int, 200),
     API_RATE_LIMIT_PER_MINUTE=(int, 60_000),
+    RUNS_STALE_AFTER_S=(int, 300),
+    RUNS_RETENTION_DAYS=(int, 30),
 )
 
 DEBUG = env("DJANGO_DEBUG")
@@ -182,6 +184,11 @@ API_MAX_EVENTS_PER_BATCH = env("API_MAX_EVENTS_PER_BATCH")
 API_MAX_RUNNING_RUNS_PER_TOKEN = env("API_MAX_RUNNING_RUNS_PER_TOKEN")
 API_MAX_SOCKETS_PER_TOKEN = env("API_MAX_SOCKETS_PER_TOKEN")
 API_RATE_LIMIT_PER_MINUTE = env("API_RATE_LIMIT_PER_MINUTE")
+
+# Runs: a running run with no event for this many seconds shows as stale (the inspector);
+# prune_runs deletes ended runs older than this many days unless --older-than says otherwise.
+RUNS_STALE_AFTER_S = env("RUNS_STALE_AFTER_S")
+RUNS_RETENTION_DAYS = env("RUNS_RETENTION_DAYS")
 
 # The context engine's inputs (seed 000 "Runtime Loading").
 ENVIRONMENT = env("ENVIRONMENT")

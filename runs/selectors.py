@@ -3,19 +3,27 @@ messages, summaries. Nothing here writes."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from django.db.models import QuerySet
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
+from contextadmin import selectors as definitions
 from contextadmin.impact import RecordedRun
+from contextadmin.models import Workflow, WorkflowVersion
 from runs.engine import RunState, event_sender, handoffs_readiness
 from runs.engine.format import ContextVariablesFile
 from runs.engine.state import NAMESPACES
 from runs.errors import BadRequest, NotFound
-from runs.models import Run, RunEvent, RunSnapshot
+from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 from runs.services.caches import run_config
 
 CATCH_UP_CHUNK = 500
@@ -142,7 +150,12 @@ def run_event_messages(
 
 
 def run_summary(*, run: Run) -> dict[str, Any]:
-    """Describe a run for lists and the runs socket."""
+    """Describe a run for lists and the runs socket.
+
+    ``last_event_at`` is known when the run was read with ``runs_annotated`` (lists, the run
+    page); the socket's summaries leave it None and the page takes the arrival time instead.
+    """
+    last_event_at = getattr(run, "last_event_at", None)
     return {
         "id": run.pk,
         "workflow": run.workflow_name,
@@ -154,25 +167,218 @@ def run_summary(*, run: Run) -> dict[str, Any]:
         "event_count": run.last_seq,
         "flip_count": run.flip_count,
         "flags": sorted({f["name"] for f in run.state.get("flips", []) if f.get("value") is True}),
+        "last_event_at": last_event_at.isoformat() if last_event_at else None,
+        "ended_by": run_ended_by(run=run),
     }
 
 
+def run_ended_by(*, run: Run) -> str | None:
+    """Say how an ended run ended: ``completed``, ``crash`` (failed) or ``cancelled``; None
+    while it runs. The page shows a crash differently from a completion."""
+    if run.status == Run.Status.RUNNING:
+        return None
+    return "crash" if run.status == Run.Status.FAILED else run.status
+
+
 RUN_FILTERS = ("workflow", "status", "enterprise_id", "environment")
-
-
-def run_list(*, filters: dict[str, str] | None = None, limit: int = 200) -> QuerySet[Run]:
-    """Return runs, newest first, filtered by workflow, status, enterprise and environment."""
-    runs = Run.objects.all().defer("definitions", "provenance")
-    for key, value in (filters or {}).items():
-        if key in RUN_FILTERS and value:
-            runs = runs.filter(**{"workflow_name" if key == "workflow" else key: value})
-    return runs[:limit]
 
 
 def run_workflow_names() -> list[str]:
     """Return the workflow names that have runs, for the runs list's filter."""
     names = Run.objects.order_by("workflow_name").values_list("workflow_name", flat=True)
     return list(names.distinct())
+
+
+# -- the runs list: search and keyset pages ---------------------------------------------------
+RUN_SEARCH = (*RUN_FILTERS, "q", "since", "until", "flag")
+RUN_PAGE_SIZE = 50
+RUN_PAGE_MAX = 500
+
+
+def runs_annotated(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """Add each run's last event time (one indexed look-up per row, in the same query)."""
+    last = RunEvent.objects.filter(run=OuterRef("pk"), seq=OuterRef("last_seq"))
+    return runs.annotate(last_event_at=Subquery(last.values("received_at")[:1]))
+
+
+def _search_time(raw: str, *, name: str) -> dt.datetime:
+    parsed = parse_datetime(raw)
+    if parsed is None:
+        raise BadRequest(
+            f"{name}: expected a date and time like 2026-01-31T12:00, got {raw[:40]!r}"
+        )
+    return timezone.make_aware(parsed, dt.UTC) if timezone.is_naive(parsed) else parsed
+
+
+def run_search_parse(query: Mapping[str, str]) -> dict[str, str]:
+    """Read the runs list's search from a query: every field stripped, bad ones refused by name."""
+    search = {key: (query.get(key) or "").strip()[:200] for key in RUN_SEARCH}
+    if search["status"] and search["status"] not in Run.Status.values:
+        raise BadRequest(f"status: one of {', '.join(Run.Status.values)}, got {search['status']!r}")
+    if search["environment"] and search["environment"] not in Run.Environment.values:
+        raise BadRequest(
+            f"environment: one of {', '.join(Run.Environment.values)}, "
+            f"got {search['environment']!r}"
+        )
+    for name in ("since", "until"):
+        if search[name]:
+            _search_time(search[name], name=name)
+    return search
+
+
+def _runs_searched(search: Mapping[str, str]) -> QuerySet[Run]:
+    runs = Run.objects.defer("definitions", "provenance", "warnings")
+    for key in RUN_FILTERS:
+        if search.get(key):
+            runs = runs.filter(**{"workflow_name" if key == "workflow" else key: search[key]})
+    if search.get("q"):  # a run id, or the start of one (as the list shows it)
+        runs = runs.filter(pk__startswith=search["q"])
+    if search.get("since"):
+        runs = runs.filter(started_at__gte=_search_time(search["since"], name="since"))
+    if search.get("until"):
+        runs = runs.filter(started_at__lt=_search_time(search["until"], name="until"))
+    if search.get("flag"):  # a derived flag flipped to true in the run
+        flipped = Flip.objects.filter(run=OuterRef("pk"), variable=search["flag"], value=True)
+        runs = runs.filter(Exists(flipped))
+    return runs
+
+
+def _cursor_encode(run: Run) -> str:
+    raw = f"{run.started_at.isoformat()}|{run.pk}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _cursor_decode(cursor: str) -> tuple[dt.datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        started, run_id = raw.split("|", 1)
+        started_at = parse_datetime(started)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        started_at = None
+    if started_at is None:
+        raise BadRequest("before: not a cursor this list gave (follow the Older link)")
+    return started_at, run_id
+
+
+@dataclass
+class RunPage:
+    runs: list[Run]
+    next_cursor: str | None  # the ``before`` of the next (older) page; None on the last page
+
+
+def run_page(*, search: Mapping[str, str], before: str = "", size: int = RUN_PAGE_SIZE) -> RunPage:
+    """Return one page of runs, newest first, after the cursor ``before`` (one query).
+
+    Keyset pagination on (started_at, id): the page costs the same at the first run and the
+    100,000th, where OFFSET would read and drop every run before it.
+    """
+    if not 0 < size <= RUN_PAGE_MAX:
+        raise BadRequest(f"size: between 1 and {RUN_PAGE_MAX}, got {size}")
+    runs = _runs_searched(search)
+    if before:
+        started_at, run_id = _cursor_decode(before)
+        runs = runs.filter(Q(started_at__lt=started_at) | Q(started_at=started_at, pk__lt=run_id))
+    rows = list(runs_annotated(runs).order_by("-started_at", "-pk")[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return RunPage(runs=rows, next_cursor=_cursor_encode(rows[-1]) if more else None)
+
+
+def run_flag_names() -> list[str]:
+    """Return the derived flags that ever flipped, for the search's flag field."""
+    return list(Flip.objects.order_by("variable").values_list("variable", flat=True).distinct())
+
+
+def run_stale_after_s() -> int:
+    """Seconds without an event after which a running run is shown as stale."""
+    return int(getattr(settings, "RUNS_STALE_AFTER_S", 300))
+
+
+# -- the front page -----------------------------------------------------------------------------
+@dataclass
+class WorkflowRow:
+    pk: int
+    name: str
+    description: str
+    published: int | None  # the published version's number
+    head: int | None  # the newest version's number (a draft when newer than published)
+    last_run_id: str | None
+    last_run_status: str | None
+    last_run_started_at: dt.datetime | None
+
+
+def workflow_rows() -> list[WorkflowRow]:
+    """Each workflow with its published and newest version and its last run (one query)."""
+    last_run = Run.objects.filter(workflow_name=OuterRef("name")).order_by("-started_at", "-pk")
+    head = WorkflowVersion.objects.filter(workflow=OuterRef("pk")).order_by("-number")
+    rows = (
+        Workflow.objects.order_by("name")
+        .annotate(
+            published_number=Subquery(
+                WorkflowVersion.objects.filter(pk=OuterRef("published_version_id")).values(
+                    "number"
+                )[:1]
+            ),
+            head_number=Subquery(head.values("number")[:1]),
+            last_run_id=Subquery(last_run.values("pk")[:1]),
+            last_run_status=Subquery(last_run.values("status")[:1]),
+            last_run_started_at=Subquery(last_run.values("started_at")[:1]),
+        )
+        .values(
+            "pk",
+            "name",
+            "description",
+            "published_number",
+            "head_number",
+            "last_run_id",
+            "last_run_status",
+            "last_run_started_at",
+        )
+    )
+    return [
+        WorkflowRow(
+            pk=row["pk"],
+            name=row["name"],
+            description=row["description"],
+            published=row["published_number"],
+            head=row["head_number"],
+            last_run_id=row["last_run_id"],
+            last_run_status=row["last_run_status"],
+            last_run_started_at=row["last_run_started_at"],
+        )
+        for row in rows
+    ]
+
+
+def runs_live(*, limit: int = 20) -> list[Run]:
+    """Return the running runs, newest first (the front page's *live now*)."""
+    runs = Run.objects.filter(status=Run.Status.RUNNING).defer("definitions", "provenance")
+    return list(runs_annotated(runs).order_by("-started_at", "-pk")[:limit])
+
+
+def recent_changes(*, limit: int = 8) -> list[WorkflowVersion]:
+    """Return the newest versions across workflows (contextadmin's audit trail)."""
+    return definitions.recent_changes(limit=limit)
+
+
+@dataclass
+class Checklist:
+    token: bool  # a live API token exists
+    run: bool  # a runtime has started a run
+    watched: bool  # a run has ended (completed, failed or cancelled)
+
+    @property
+    def done(self) -> bool:
+        return self.token and self.run and self.watched
+
+
+def first_run_checklist() -> Checklist:
+    """Tell which first-run steps are done (three EXISTS queries)."""
+    return Checklist(
+        token=ApiToken.objects.filter(revoked=False).exists(),
+        run=Run.objects.exists(),
+        watched=Run.objects.exclude(status=Run.Status.RUNNING).exists(),
+    )
 
 
 # -- recorded runs, for contextadmin.impact (registered in RunsConfig.ready) -------------------

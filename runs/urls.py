@@ -11,7 +11,8 @@ urlpatterns = [
         api.workflow_context_variables,
         name="workflow-context-variables",
     ),
-    # the inspector (staff sessions)
+    # the inspector (staff sessions); the front page is the operator's front door
+    path("", views.home, name="home"),
     path("runs/", views.run_list, name="runs-list"),
     path("runs/<str:run_id>/", views.run_detail, name="runs-detail"),
     path("api/runs/<str:run_id>/resolve/", views.run_resolve, name="runs-resolve"),

@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
@@ -81,25 +82,70 @@ def _run_or_404(run_id: str) -> Run:
         raise Http404(exc.message) from None
 
 
+# -- the front page ---------------------------------------------------------------------------
+@require_safe
+@staff_member_required
+def home(request: HttpRequest) -> HttpResponse:
+    """The operator's front door: workflows, runs live now, recent changes, a first-run list."""
+    live = [selectors.run_summary(run=run) for run in selectors.runs_live()]
+    return render(
+        request,
+        "home.html",
+        {
+            "workflows": selectors.workflow_rows(),
+            "live": live,
+            "changes": selectors.recent_changes(),
+            "checklist": selectors.first_run_checklist(),
+            "server_url": request.build_absolute_uri("/").rstrip("/"),
+            "stale_after_s": selectors.run_stale_after_s(),
+        },
+    )
+
+
 # -- runs -----------------------------------------------------------------------------------
 @require_safe
 @staff_member_required
 def run_list(request: HttpRequest) -> HttpResponse:
-    """The runs, newest first, filtered by the query; live updates come over /ws/runs/."""
-    filters = {key: request.GET.get(key, "").strip() for key in selectors.RUN_FILTERS}
-    runs = [selectors.run_summary(run=run) for run in selectors.run_list(filters=filters)]
-    if request.GET.get("format") == "json":  # the page re-reads the list after a reconnect
-        return json_response({"runs": runs})
+    """One page of runs, newest first, searched by the query; live over /ws/runs/."""
+    as_json = request.GET.get("format") == "json"  # the page re-reads the list after a reconnect
+    before = request.GET.get("before", "").strip()
+    try:
+        search = selectors.run_search_parse(request.GET)
+        page = selectors.run_page(search=search, before=before)
+    except BadRequest as exc:
+        if as_json:
+            return error_response(exc)
+        search = {key: request.GET.get(key, "").strip()[:200] for key in selectors.RUN_SEARCH}
+        page, error = selectors.RunPage(runs=[], next_cursor=None), exc.message
+    else:
+        error = ""
+    runs = [selectors.run_summary(run=run) for run in page.runs]
+    if as_json:
+        return json_response({"runs": runs, "next": page.next_cursor})
+    query = {key: value for key, value in search.items() if value}
     return render(
         request,
         "runs/run_list.html",
         {
-            "filters": filters,
+            "filters": search,
             "runs": runs,
+            "error": error,
+            "paged": bool(before),
+            "older_query": urlencode({**query, "before": page.next_cursor})
+            if page.next_cursor
+            else "",
+            "newest_query": urlencode(query),
+            "list_meta": {
+                "filters": search,
+                "paged": bool(before),
+                "stale_after_s": selectors.run_stale_after_s(),
+            },
             "workflows": selectors.run_workflow_names(),
+            "flags": selectors.run_flag_names(),
             "statuses": Run.Status.values,
             "environments": Run.Environment.values,
         },
+        status=400 if error else 200,
     )
 
 

@@ -1,47 +1,71 @@
-// The runs list: rows from the page's JSON, kept live by /ws/runs/ (filters apply to live rows).
+// The runs list: one page of rows from the page's JSON, kept live by /ws/runs/. The search
+// applies to live rows too; new runs join only the newest page (an older page stays put).
 
 import { el, getJSON, jsonScript, replace, when } from "./dom.js";
+import { lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
 import { LiveSocket, showStatus } from "./socket.js";
 
 const table = document.getElementById("runs");
 const body = document.getElementById("run-rows");
 const empty = document.getElementById("runs-empty");
-const filters = jsonScript("filters-data") || {};
+const meta = jsonScript("list-meta") || {};
+const filters = meta.filters || {};
+const staleAfterS = meta.stale_after_s || 0;
 const rows = new Map(); // run id -> { run, tr }
 
 function detailUrl(id) {
   return table.dataset.detailUrl.replace("RUN_ID", encodeURIComponent(id));
 }
 
+/** A datetime-local value ("2026-01-31T12:00") is UTC on the server; read it the same way. */
+function utc(value) {
+  return Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : `${value}Z`);
+}
+
 function matches(run) {
-  return (!filters.workflow || run.workflow === filters.workflow)
+  const started = Date.parse(run.started_at);
+  return (!filters.q || run.id.startsWith(filters.q))
+    && (!filters.workflow || run.workflow === filters.workflow)
     && (!filters.status || run.status === filters.status)
     && (!filters.enterprise_id || run.enterprise_id === filters.enterprise_id)
-    && (!filters.environment || run.environment === filters.environment);
+    && (!filters.environment || run.environment === filters.environment)
+    && (!filters.since || started >= utc(filters.since))
+    && (!filters.until || started < utc(filters.until))
+    && (!filters.flag || run.flags.includes(filters.flag));
 }
 
 function renderRow(run) {
   const flags = run.flags.length
     ? run.flags.map((flag) => el("span", { class: "chip chip-true" }, flag))
     : el("span", { class: "muted" }, run.flip_count ? `${run.flip_count} flips` : "none");
+  const last = lastActivity(run);
   return el("tr", { dataset: { runId: run.id, status: run.status } },
     el("td", {}, el("time", { datetime: run.started_at, title: run.started_at }, when(run.started_at))),
     el("td", {}, el("a", { href: detailUrl(run.id), class: "run-link" }, el("code", {}, run.id.slice(0, 12)))),
     el("td", {}, run.workflow),
     el("td", {}, run.enterprise_id),
     el("td", {}, el("span", { class: `pill env-${run.environment}` }, run.environment)),
-    el("td", {}, el("span", { class: "pill", dataset: { status: run.status } }, run.status)),
+    el("td", { class: "status" }, el("span", { class: "pill", dataset: { status: statusKey(run, staleAfterS) } },
+      statusLabel(run, staleAfterS))),
+    el("td", { class: "duration" }, runDuration(run)),
+    el("td", { class: "last-event" }, run.event_count && last ? el("time", { datetime: last, title: last }, when(last)) : "—"),
     el("td", { class: "num event-count" }, String(run.event_count)),
     el("td", { class: "flags" }, flags),
   );
 }
 
-function upsert(run, { fresh = false } = {}) {
+function upsert(run, { fresh = false, live = false } = {}) {
   const known = rows.get(run.id);
+  if (live && known && !run.last_event_at) {
+    // the socket's summaries carry no last event time: a new event count means "just now"
+    run.last_event_at = known.run.event_count !== run.event_count
+      ? new Date().toISOString() : known.run.last_event_at;
+  }
   if (!matches(run)) {
     if (known) { known.tr.remove(); rows.delete(run.id); }
     return;
   }
+  if (!known && meta.paged) return; // an older page keeps its rows
   const tr = renderRow(run);
   if (known) {
     known.tr.replaceWith(tr);
@@ -64,7 +88,19 @@ function renderAll(runs) {
   empty.hidden = rows.size > 0;
 }
 
+/** Redraw the clock-driven cells (duration, stale) without a request. */
+function tick() {
+  for (const { run, tr } of rows.values()) {
+    if (run.status !== "running") continue;
+    const pill = tr.querySelector("td.status .pill");
+    pill.dataset.status = statusKey(run, staleAfterS);
+    pill.textContent = statusLabel(run, staleAfterS);
+    tr.querySelector("td.duration").textContent = runDuration(run);
+  }
+}
+
 async function refresh() {
+  if (meta.paged) return; // an older page is a fixed slice; the newest page re-reads itself
   try {
     const data = await getJSON(table.dataset.listUrl, { ...filters, format: "json" });
     renderAll(data.runs);
@@ -74,6 +110,7 @@ async function refresh() {
 }
 
 renderAll(jsonScript("runs-data") || []);
+setInterval(tick, 5000);
 
 const conn = document.getElementById("conn");
 let connectedBefore = false;
@@ -87,9 +124,9 @@ const socket = new LiveSocket(table.dataset.wsPath, {
   },
   onMessage(message) {
     if (message.type !== "run") return;
-    upsert(message.run, { fresh: !rows.has(message.run.id) });
+    upsert(message.run, { fresh: !rows.has(message.run.id), live: true });
     empty.hidden = rows.size > 0;
   },
 }).start();
 
-window.inspector = { socket, rows };
+window.inspector = { socket, rows, tick };

@@ -1,0 +1,48 @@
+// The front page's "Runs live now": the running runs, kept live by /ws/runs/.
+
+import { el, jsonScript, replace, when } from "./dom.js";
+import { isStale, runDuration, statusKey, statusLabel } from "./lifecycle.js";
+import { LiveSocket, showStatus } from "./socket.js";
+
+const list = document.getElementById("live-runs");
+const empty = document.getElementById("live-empty");
+const staleAfterS = jsonScript("stale-after") || 0;
+const runs = new Map(); // run id -> summary (running only)
+
+function detailUrl(id) {
+  return list.dataset.detailUrl.replace("RUN_ID", encodeURIComponent(id));
+}
+
+function render() {
+  const items = [...runs.values()].sort((a, b) => (a.started_at < b.started_at ? 1 : -1));
+  replace(list, items.map((run) => el("li", { dataset: { runId: run.id, stale: String(isStale(run, staleAfterS)) } },
+    el("a", { href: detailUrl(run.id) }, el("code", {}, run.id.slice(0, 12))),
+    " ", el("strong", {}, run.workflow), " · ", run.enterprise_id, " · ",
+    el("span", { class: "pill", dataset: { status: statusKey(run, staleAfterS) } }, statusLabel(run, staleAfterS)),
+    " ", el("span", { class: "muted" }, `${run.event_count} events · started ${when(run.started_at)} · ${runDuration(run)}`),
+  )));
+  empty.hidden = runs.size > 0;
+}
+
+function update(run, { fresh = false } = {}) {
+  if (run.status !== "running") runs.delete(run.id);
+  else {
+    const known = runs.get(run.id);
+    // the socket's summaries carry no last_event_at: a new event count means "just now"
+    const last = known && known.event_count !== run.event_count ? new Date().toISOString()
+      : (run.last_event_at || (known && known.last_event_at) || null);
+    runs.set(run.id, { ...run, last_event_at: fresh ? run.last_event_at : last });
+  }
+  render();
+}
+
+for (const run of jsonScript("live-data") || []) update(run, { fresh: true });
+render();
+setInterval(render, 5000); // durations and the stale marker move with the clock
+
+const socket = new LiveSocket(list.dataset.wsPath, {
+  onStatus(state, detail) { showStatus(document.getElementById("conn"), state, detail); },
+  onMessage(message) { if (message.type === "run") update(message.run); },
+}).start();
+
+window.inspector = { socket, runs };

@@ -1,0 +1,211 @@
+"""The front page and the runs list's search and keyset pages, through the Django test client
+(query counts asserted: the list costs the same on its first and its last page)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tests.support.demo import demo_config, demo_events
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def generator(db):
+    from contextadmin.services import workflow_import
+
+    workflow_import(name="Generator", data=demo_config())
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    user = django_user_model.objects.create_user("staff", password="pw-12345678", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+def many_runs(count: int, **fields) -> list:
+    """Insert ``count`` runs directly, one second apart, newest last (no events)."""
+    from runs.models import Run
+
+    base = timezone.now() - dt.timedelta(days=1)
+    runs = [
+        Run(
+            id=f"run{i:06d}",
+            workflow_name=fields.get("workflow_name", "Generator"),
+            definitions={},
+            definitions_hash="x",
+            enterprise_id=fields.get("enterprise_id", f"ent{i % 7}"),
+            status=fields.get("status", "completed" if i % 3 else "running"),
+        )
+        for i in range(count)
+    ]
+    Run.objects.bulk_create(runs, batch_size=1000)
+    for i, run in enumerate(runs):  # auto_now_add ignores a given value: set it afterwards
+        run.started_at = base + dt.timedelta(seconds=i)
+    Run.objects.bulk_update(runs, ["started_at"], batch_size=1000)
+    return runs
+
+
+# -- the front page ------------------------------------------------------------------------------
+def test_front_page_sends_anonymous_visitors_to_the_login_page(client):
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/admin/login/?next=/")
+
+
+def test_front_page_shows_workflows_live_runs_changes_and_the_checklist(staff, generator):
+    from runs.services import ingest, lifecycle
+
+    started = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme")
+    ingest.event_ingest(run_id=started.run.pk, events=demo_events()[:2])
+    with CaptureQueriesContext(connection) as queries:
+        response = staff.get("/")
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert 'data-workflow="Generator"' in page
+    assert f"/runs/{started.run.pk}/" in page  # the last run, linked
+    assert "/workflows/Generator/preview/" in page and "/runs/?workflow=Generator" in page
+    assert 'id="live-data"' in page and started.run.pk in page
+    assert "Recent changes" in page and "Generator</strong> v1" in page  # the import's version
+    assert 'id="step-token" ' not in page  # (attribute order: data-done first)
+    assert 'data-done="false" id="step-token"' in page  # no token yet
+    assert 'data-done="true" id="step-runtime"' in page
+    # session, user, workflows (one query), live runs, changes, three checks: bounded
+    assert len(queries) <= 10, [q["sql"] for q in queries]
+
+
+def test_front_page_query_count_does_not_grow_with_workflows(staff, generator):
+    from contextadmin.services import workflow_import
+
+    with CaptureQueriesContext(connection) as one:
+        staff.get("/")
+    for name in ("Alpha", "Beta", "Gamma"):
+        workflow_import(name=name, data=demo_config())
+    many_runs(30)
+    with CaptureQueriesContext(connection) as four:
+        page = staff.get("/").content.decode()
+    assert len(four) == len(one)
+    assert page.count("data-workflow=") == 4
+
+
+def test_front_page_hides_the_checklist_when_every_step_is_done(staff, generator):
+    from runs.services import tokens
+
+    tokens.api_token_create(name="rt")
+    many_runs(3)
+    assert 'id="checklist"' not in staff.get("/").content.decode()
+
+
+# -- the runs list -------------------------------------------------------------------------------
+def test_runs_list_pages_with_a_keyset_cursor_in_constant_queries(staff, generator):
+    many_runs(120)
+    seen: list[str] = []
+    counts = []
+    query = {"format": "json"}
+    while True:
+        with CaptureQueriesContext(connection) as queries:
+            data = staff.get("/runs/", query).json()
+        counts.append(len(queries))
+        seen += [run["id"] for run in data["runs"]]
+        if not data["next"]:
+            break
+        query = {"format": "json", "before": data["next"]}
+    assert seen == [f"run{i:06d}" for i in reversed(range(120))]  # newest first, each once
+    assert len(set(counts)) == 1, counts  # the last page costs what the first does
+    runs_queries = [q["sql"] for q in queries.captured_queries if "runs_run" in q["sql"]]
+    assert len(runs_queries) == 1 and "OFFSET" not in runs_queries[0].upper()
+
+
+def test_runs_list_html_links_to_the_older_page_and_back(staff, generator):
+    many_runs(60)
+    page = staff.get("/runs/?workflow=Generator").content.decode()
+    assert 'id="page-older"' in page and 'id="page-newest"' not in page
+    older = page.split('id="page-older"')[0].rsplit('href="', 1)[1].split('"')[0]
+    second = staff.get(older.replace("&amp;", "&")).content.decode()
+    assert "workflow=Generator" in older
+    assert 'id="page-newest"' in second and 'id="page-older"' not in second
+
+
+@pytest.mark.parametrize("query", [{"q": "run00001"}, {"enterprise_id": "ent3"},
+                                   {"status": "running"}])
+def test_runs_list_searches(staff, generator, query):
+    runs = many_runs(30)
+    found = {r["id"] for r in staff.get("/runs/", {**query, "format": "json"}).json()["runs"]}
+    if "q" in query:
+        assert found == {f"run0000{i}" for i in range(10, 20)}
+    elif "enterprise_id" in query:
+        assert found == {r.id for r in runs if r.enterprise_id == "ent3"}
+    else:
+        assert found == {r.id for r in runs if r.status == "running"}
+
+
+def test_runs_list_searches_a_time_range_and_a_flipped_flag(staff, generator):
+    from runs.models import Run
+    from runs.services import ingest, lifecycle
+
+    runs = many_runs(10)
+    since = runs[3].started_at.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    until = runs[6].started_at.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    found = [r["id"] for r in staff.get("/runs/", {"since": since, "until": until,
+                                                   "format": "json"}).json()["runs"]]
+    assert found == ["run000005", "run000004", "run000003"]
+    flipped = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    ingest.event_ingest(run_id=flipped.pk, events=demo_events())
+    lifecycle.run_start(workflow_name="Generator", enterprise_id="acme")
+    flag = Run.objects.get(pk=flipped.pk).flips.filter(value=True).first().variable
+    found = [r["id"] for r in staff.get("/runs/", {"flag": flag, "format": "json"}).json()["runs"]]
+    assert found == [flipped.pk]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"status": "exploded"}, "status"),
+        ({"environment": "moon"}, "environment"),
+        ({"since": "yesterday"}, "since"),
+        ({"until": "2026-13-45"}, "until"),
+        ({"before": "not-a-cursor!"}, "before"),
+    ],
+)
+def test_runs_list_refuses_bad_search_naming_the_field(staff, generator, query, field):
+    response = staff.get("/runs/", {**query, "format": "json"})
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(f"{field}:")
+    page = staff.get("/runs/", query)
+    assert page.status_code == 400 and 'id="search-error"' in page.content.decode()
+
+
+def test_run_summaries_carry_the_lifecycle(staff, generator):
+    from runs.services import ingest, lifecycle
+
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    ingest.event_ingest(run_id=run.pk, events=[*demo_events()[:2],
+                                               {"type": "run_status", "status": "failed"}])
+    summary = staff.get("/runs/", {"format": "json"}).json()["runs"][0]
+    assert summary["status"] == "failed" and summary["ended_by"] == "crash"
+    assert summary["ended_at"] and summary["last_event_at"]
+
+
+@pytest.mark.slow
+def test_runs_list_stays_fast_at_100000_runs(staff, generator):
+    import time
+
+    many_runs(100_000)
+    started = time.perf_counter()
+    data = staff.get("/runs/", {"format": "json"}).json()
+    first = time.perf_counter() - started
+    cursor = data["next"]
+    for _ in range(5):
+        cursor = staff.get("/runs/", {"format": "json", "before": cursor}).json()["next"]
+    started = time.perf_counter()
+    with CaptureQueriesContext(connection) as queries:
+        staff.get("/runs/", {"format": "json", "before": cursor, "enterprise_id": "ent2"})
+    deep = time.perf_counter() - started
+    assert first < 0.5 and deep < 0.5, (first, deep)
+    assert len([q for q in queries.captured_queries if "runs_run" in q["sql"]]) == 1
