@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
@@ -62,7 +63,7 @@ def api_view(
                 status, data = view(request, caller, *args, **kwargs)
             except ApiError as exc:
                 return error_response(exc)
-            if isinstance(data, HttpResponse):
+            if isinstance(data, HttpResponseBase):  # a response as it is (streamed ones too)
                 return data
             return json_response(data, status=status)
 
@@ -168,15 +169,104 @@ _events_post_in_thread = sync_to_async(events_post)
 
 @csrf_exempt
 async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
-    """POST /api/runs/<run_id>/events/ — append a batch of events (idempotent by seq).
+    """POST /api/runs/<run_id>/events/ — append a batch of events (idempotent by seq);
+    GET — the stored events (``events_get``).
 
     One hop into the request's worker thread for the whole synchronous part; what it committed
     is broadcast from the event loop before the answer (no hop back from the thread to send it).
     """
+    if request.method in ("GET", "HEAD"):
+        return await _events_get_in_thread(request, run_id)
+    if request.method != "POST":
+        return error_response(MethodNotAllowed(str(request.method), ("GET", "HEAD", "POST")))
     with broadcasts_collected() as sends:
         response: HttpResponse = await _events_post_in_thread(request, run_id)
     await broadcasts_send(sends)
     return response
+
+
+# -- the run's log: paginated JSON, or the whole run as JSONL (the run page's download) ---------
+EXPORT_FORMATS = ("json", "jsonl")
+EXPORT_PAGE_DEFAULT = 1000
+EXPORT_PAGE_MAX = 10_000
+
+
+@api_view(methods=("GET",), session_allowed=True)
+def events_get(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, HttpResponse]:
+    """GET /api/runs/<run_id>/events/?after=N&limit=M&format=json|jsonl — the stored events.
+
+    Streamed a chunk at a time from an async generator (constant memory whatever the run's
+    size). ``json`` is one page (``limit`` at most 10,000, ``next_after`` to continue);
+    ``jsonl`` is the download: without ``after``, a first line describing the run (for
+    ``import_run``), then one event per line, every event unless ``limit`` says otherwise.
+    """
+    run = selectors.run_get(run_id=run_id)
+    token_check_workflow(token=caller.token, workflow_name=run.workflow_name)
+    after = selectors.parse_seq(request.GET.get("after"), name="after")
+    limit = selectors.parse_seq(request.GET.get("limit"), name="limit")
+    form = request.GET.get("format") or "json"
+    if form not in EXPORT_FORMATS:
+        raise BadRequest(f"format: one of {', '.join(EXPORT_FORMATS)}, got {form[:20]!r}")
+    if limit == 0:
+        raise BadRequest("limit: at least 1")
+    if form == "json":
+        limit = EXPORT_PAGE_DEFAULT if limit is None else limit
+        if limit > EXPORT_PAGE_MAX:
+            raise BadRequest(f"limit: at most {EXPORT_PAGE_MAX} for format=json (or use jsonl)")
+        response = StreamingHttpResponse(
+            _events_json(run_id=run.pk, after=after or 0, limit=limit),
+            content_type="application/json",
+        )
+    else:
+        header = selectors.run_export_header(run=run) if after is None else None
+        response = StreamingHttpResponse(
+            _events_jsonl(run_id=run.pk, header=header, after=after or 0, limit=limit),
+            content_type="application/x-ndjson",
+        )
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
+    response["Cache-Control"] = "private, no-store"
+    return 200, response
+
+
+_events_get_in_thread = sync_to_async(events_get)
+_events_chunk_in_thread = sync_to_async(selectors.run_events_chunk)
+
+
+async def _events_chunks(*, run_id: str, after: int, limit: int | None) -> Any:
+    """Yield the events after ``after`` a chunk at a time (at most ``limit``; None: all)."""
+    remaining, chunk = limit, selectors.EXPORT_CHUNK
+    while remaining is None or remaining > 0:
+        size = chunk if remaining is None else min(chunk, remaining)
+        events = await _events_chunk_in_thread(run_id=run_id, after=after, limit=size)
+        if not events:
+            return
+        yield events
+        after = events[-1]["seq"]
+        if remaining is not None:
+            remaining -= len(events)
+        if len(events) < size:
+            return
+
+
+async def _events_jsonl(
+    *, run_id: str, header: dict[str, Any] | None, after: int, limit: int | None
+) -> Any:
+    if header is not None:
+        yield orjson.dumps(header) + b"\n"
+    async for events in _events_chunks(run_id=run_id, after=after, limit=limit):
+        yield b"".join(orjson.dumps(event) + b"\n" for event in events)
+
+
+async def _events_json(*, run_id: str, after: int, limit: int) -> Any:
+    yield b'{"run_id":' + orjson.dumps(run_id) + b',"after":' + str(after).encode() + b',"events":['
+    count, last, separator = 0, after, b""
+    async for events in _events_chunks(run_id=run_id, after=after, limit=limit):
+        yield separator + b",".join(orjson.dumps(event) for event in events)
+        separator = b","
+        count += len(events)
+        last = events[-1]["seq"]
+    more = orjson.dumps(last if count == limit else None)
+    yield b'],"last_seq":' + str(last).encode() + b',"next_after":' + more + b"}"
 
 
 @api_view(methods=("GET",), session_allowed=True)

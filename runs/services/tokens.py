@@ -48,6 +48,14 @@ def api_token_create(*, name: str, workflow: Workflow | None = None) -> tuple[Ap
     return token, secret
 
 
+@transaction.atomic
+def api_token_rotate(*, name: str) -> tuple[ApiToken, str]:
+    """Replace the token named ``name`` (if any) with a new one, so a tool that needs a fresh
+    secret (simulate_run's demo token) keeps one token rather than adding one per use."""
+    ApiToken.objects.filter(name=name.strip()).delete()
+    return api_token_create(name=name)
+
+
 def api_token_authenticate(*, secret: str) -> ApiToken | None:
     """Return the live token for a presented secret (constant-time compare), else None."""
     match = TOKEN_PATTERN.fullmatch(secret or "")

@@ -2,12 +2,16 @@ import json
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.client import ReportError, RunReporter
 from runs.services import tokens
 
 DEMO_EVENTS = Path(__file__).resolve().parents[3] / "contextadmin" / "demo" / "run_events.jsonl"
+DEMO_TOKEN_NAME = "simulate_run (demo)"  # noqa: S105  (a name, not a secret)
+# The demo token's secret, kept for the next simulate_run (the database stores only its hash).
+DEMO_TOKEN_FILE = Path(settings.BASE_DIR) / "var" / "simulate_run.token"
 
 
 class Command(BaseCommand):
@@ -23,7 +27,11 @@ class Command(BaseCommand):
         parser.add_argument("--enterprise-id", default="acme")
         parser.add_argument("--run-id")
         parser.add_argument("--environment", choices=["development", "production"])
-        parser.add_argument("--token", help="an API token (default: a new one in this database)")
+        parser.add_argument(
+            "--token",
+            help=f"an API token (default: the token {DEMO_TOKEN_NAME!r} of this database, "
+            "created once and reused)",
+        )
 
     def handle(self, *args, **options):
         events = self._read_events(options["events"])
@@ -65,6 +73,8 @@ class Command(BaseCommand):
                 event = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise CommandError(f"{path}:{number}: not valid JSON ({exc})") from None
+            if number == 1 and isinstance(event, dict) and "run" in event and "type" not in event:
+                continue  # the header of a run's JSONL export (import_run reads it)
             if not isinstance(event, dict) or "type" not in event:
                 raise CommandError(
                     f"{path}:{number}: each line must be an event object with a type"
@@ -74,6 +84,17 @@ class Command(BaseCommand):
         return events
 
     def _local_token(self) -> str:
-        name = f"simulate_run-{int(time.time() * 1000)}"
-        _, secret = tokens.api_token_create(name=name)
+        """Reuse the one demo token (its secret kept in var/), or replace it: never a new token
+        per run."""
+        try:
+            secret = DEMO_TOKEN_FILE.read_text().strip()
+        except OSError:
+            secret = ""
+        token = tokens.api_token_authenticate(secret=secret) if secret else None
+        if token is not None and token.name == DEMO_TOKEN_NAME:
+            return secret
+        _, secret = tokens.api_token_rotate(name=DEMO_TOKEN_NAME)
+        DEMO_TOKEN_FILE.parent.mkdir(parents=True, exist_ok=True)
+        DEMO_TOKEN_FILE.touch(mode=0o600)
+        DEMO_TOKEN_FILE.write_text(secret + "\n")
         return secret

@@ -1,0 +1,143 @@
+"""Load a run exported as JSONL (the run page's download, ``GET /api/runs/<id>/events/?format=
+jsonl``) as a run of this server, so a production run can be inspected on a laptop.
+
+The header line pins the run exactly as it was (definitions, the state at seq 0, provenance);
+the events then go through ``ingest`` like any runtime's, in batches, so flips, snapshots and the
+final state are derived again by the engine here: the replayed state equals the original's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import transaction
+from django.utils.dateparse import parse_datetime
+
+from contextadmin.models import Workflow
+from runs.engine import RunState
+from runs.engine.format import ENVIRONMENTS, ConfigError, config_export_bytes, parse_config
+from runs.errors import ApiError, BadRequest, Conflict
+from runs.models import Run, RunSnapshot
+from runs.services import ingest
+from runs.services.lifecycle import RUN_ID_PATTERN
+
+
+@dataclass
+class ImportedRun:
+    run: Run
+    events: int
+
+
+def _line_decode(line: str | bytes, number: int) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"line {number}: not valid JSON ({exc})") from None
+
+
+def _header_read(header: Any) -> dict[str, Any]:
+    run = header.get("run") if isinstance(header, dict) else None
+    if not isinstance(run, dict) or "type" in header:
+        raise BadRequest(
+            "line 1: expected the run's header ({\"run\": {...}}) as the run page's JSONL "
+            "download writes it; a file of events only is replayed with simulate_run"
+        )
+    for field in ("workflow", "enterprise_id", "definitions", "initial_state"):
+        if not run.get(field):
+            raise BadRequest(f"line 1: run.{field}: required")
+    if run.get("environment") not in ENVIRONMENTS:
+        raise BadRequest(f"line 1: run.environment: one of {', '.join(ENVIRONMENTS)}")
+    return run
+
+
+def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
+    """Create the run as its header pins it: definitions, state at seq 0, provenance."""
+    try:
+        config = parse_config(header["definitions"]).config
+    except ConfigError as exc:
+        raise BadRequest(f"line 1: run.definitions: {exc.issues[0]}") from None
+    try:
+        state = RunState.from_dict(
+            config, header["initial_state"], environment=header["environment"]
+        ).to_dict()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadRequest(f"line 1: run.initial_state: not a run state ({exc})") from None
+    definitions_bytes = config_export_bytes(config)
+    with transaction.atomic():
+        if Run.objects.filter(pk=run_id).exists():
+            raise Conflict(f"run_id: a run {run_id!r} already exists here (choose another id)")
+        run = Run.objects.create(
+            id=run_id,
+            workflow=Workflow.objects.filter(name=header["workflow"]).first(),
+            workflow_name=header["workflow"],
+            definitions=orjson.loads(definitions_bytes),
+            definitions_hash=hashlib.sha256(definitions_bytes).hexdigest(),
+            enterprise_id=header["enterprise_id"],
+            environment=header["environment"],
+            provenance=header.get("provenance") or {},
+            warnings=header.get("warnings") or [],
+            state=state,
+        )
+        RunSnapshot.objects.create(run=run, seq=0, state=state)
+        started_at = parse_datetime(header.get("started_at") or "")
+        if started_at is not None:  # keep the original start: durations and the list's order
+            Run.objects.filter(pk=run.pk).update(started_at=started_at)
+    return run
+
+
+def _batches(lines: Iterator[str | bytes], size: int) -> Iterator[tuple[int, list[dict]]]:
+    """Yield (first line number, events) batches from the lines after the header."""
+    batch: list[dict] = []
+    first = 2
+    for number, line in enumerate(lines, 2):
+        if not line.strip():
+            continue
+        event = _line_decode(line, number)
+        if not isinstance(event, dict) or "type" not in event:
+            raise BadRequest(f"line {number}: each line after the header is an event with a type")
+        if not batch:
+            first = number
+        batch.append(event)
+        if len(batch) >= size:
+            yield first, batch
+            batch = []
+    if batch:
+        yield first, batch
+
+
+def run_import(*, lines: Iterable[str | bytes], run_id: str | None = None) -> ImportedRun:
+    """Create a run from an exported JSONL file's lines (read one batch at a time).
+
+    A file that fails part-way leaves no run behind: the partial run is deleted, and the error
+    names the line.
+    """
+    iterator = iter(lines)
+    first_line = next(iterator, None)
+    if first_line is None:
+        raise BadRequest("line 1: the file is empty")
+    header = _header_read(_line_decode(first_line, 1))
+    run_id = run_id or header.get("id") or ""
+    if not RUN_ID_PATTERN.match(run_id):
+        raise BadRequest("run_id: 1-64 characters of A-Z, a-z, 0-9, _ and -")
+    run = _run_create(header, run_id=run_id)
+    count = 0
+    try:
+        for first, events in _batches(iterator, settings.API_MAX_EVENTS_PER_BATCH):
+            try:
+                ingest.event_ingest(run_id=run.pk, events=events)
+            except ApiError as exc:
+                raise type(exc)(f"lines from {first}: {exc.message}", **exc.extra) from None
+            count += len(events)
+    except BaseException:
+        Run.objects.filter(pk=run.pk).delete()
+        raise
+    ended_at = parse_datetime(header.get("ended_at") or "")
+    if ended_at is not None:
+        Run.objects.filter(pk=run.pk, ended_at__isnull=False).update(ended_at=ended_at)
+    run.refresh_from_db()
+    return ImportedRun(run=run, events=count)

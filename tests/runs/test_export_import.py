@@ -1,0 +1,245 @@
+"""A run's log out and back in: ``GET /api/runs/<id>/events/`` (paginated JSON, streamed JSONL
+under the real ASGI application), ``import_run`` (the replayed state equals the original's),
+and ``simulate_run`` reading the same file and reusing one demo token."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from contextadmin.asgi import application
+from runs import selectors
+from runs.models import ApiToken, Flip, Run, RunEvent
+from runs.services import ingest, lifecycle, tokens
+from tests.support.demo import demo_config, demo_events
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def _setup(*, events: list[dict] | None = None, run_id: str = "orig") -> str:
+    from contextadmin.services import workflow_import
+
+    workflow_import(name="Generator", data=demo_config())
+    workflow_import(name="Other", data=demo_config())
+    lifecycle.run_start(workflow_name="Generator", enterprise_id="acme", run_id=run_id)
+    ingest.event_ingest(run_id=run_id, events=events if events is not None else demo_events())
+    return tokens.api_token_create(name="rt")[1]
+
+
+def _full_run() -> list[dict]:
+    return [*demo_events(), {"type": "run_status", "status": "completed"}]
+
+
+async def get(path: str, secret: str | None, *, keep: bool = True) -> dict[str, Any]:
+    """GET through the real ASGI application (Django's streaming end message carries no body,
+    which channels' HttpCommunicator refuses); ``keep=False`` counts the body and drops it."""
+    path, _, query = path.partition("?")
+    headers = [(b"host", b"testserver")]
+    if secret is not None:
+        headers.append((b"authorization", f"Bearer {secret}".encode()))
+    scope = {
+        "type": "http", "method": "GET", "path": path, "query_string": query.encode(),
+        "headers": headers, "http_version": "1.1", "scheme": "http",
+        "server": ("testserver", 80), "client": ("127.0.0.1", 1), "root_path": "",
+    }
+    response: dict[str, Any] = {"body": b"", "received": 0}
+    requested = asyncio.Event()
+
+    async def receive() -> dict:
+        if not requested.is_set():
+            requested.set()
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # the client never goes away
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            response["status"] = message["status"]
+            response["headers"] = {
+                k.decode().lower(): v.decode() for k, v in message.get("headers", [])
+            }
+        elif message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            response["received"] += len(body)
+            if keep:
+                response["body"] += body
+
+    await application(scope, receive, send)
+    return response
+
+
+@pytest.mark.asyncio
+async def test_events_page_by_page_as_json():
+    secret = await sync_to_async(_setup)()
+    total = len(demo_events())
+    page = await get("/api/runs/orig/events/?limit=2", secret)
+    assert page["status"] == 200
+    data = json.loads(page["body"])
+    assert [e["seq"] for e in data["events"]] == [1, 2]
+    assert data["next_after"] == 2 and data["last_seq"] == 2 and data["run_id"] == "orig"
+    rest = json.loads((await get("/api/runs/orig/events/?after=2&limit=1000", secret))["body"])
+    assert [e["seq"] for e in rest["events"]] == list(range(3, total + 1))
+    assert rest["next_after"] is None
+    stored = await sync_to_async(lambda: list(
+        RunEvent.objects.filter(run_id="orig").order_by("seq").values_list("payload", flat=True)))()
+    assert data["events"] + rest["events"] == stored
+    empty = json.loads((await get(f"/api/runs/orig/events/?after={total}", secret))["body"])
+    assert empty["events"] == [] and empty["next_after"] is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("query", "status", "field"),
+    [
+        ("?after=-1", 400, "after"),
+        ("?limit=x", 400, "limit"),
+        ("?limit=0", 400, "limit"),
+        ("?limit=10001", 400, "limit"),
+        ("?format=xml", 400, "format"),
+    ],
+)
+async def test_events_refuses_bad_queries_naming_the_field(query, status, field):
+    secret = await sync_to_async(_setup)()
+    response = await get(f"/api/runs/orig/events/{query}", secret)
+    assert response["status"] == status
+    assert json.loads(response["body"])["error"].startswith(f"{field}:")
+
+
+@pytest.mark.asyncio
+async def test_events_needs_a_token_of_the_workflow_or_a_staff_session():
+    secret = await sync_to_async(_setup)()
+    assert (await get("/api/runs/orig/events/", None))["status"] == 401
+    assert (await get("/api/runs/nope/events/", secret))["status"] == 404
+
+    def scoped() -> str:
+        from contextadmin.models import Workflow
+
+        other = Workflow.objects.get(name="Other")
+        return tokens.api_token_create(name="other", workflow=other)[1]
+
+    assert (await get("/api/runs/orig/events/", await sync_to_async(scoped)()))["status"] == 403
+
+
+@pytest.mark.asyncio
+async def test_jsonl_download_has_the_header_then_every_event():
+    secret = await sync_to_async(_setup)(events=_full_run())
+    response = await get("/api/runs/orig/events/?format=jsonl", secret)
+    assert response["status"] == 200
+    headers = response["headers"]
+    assert headers["content-type"] == "application/x-ndjson"
+    assert headers["content-disposition"] == 'attachment; filename="run-orig.jsonl"'
+    lines = [json.loads(line) for line in response["body"].decode().splitlines()]
+    header, events = lines[0], lines[1:]
+    assert header["run"]["id"] == "orig" and header["run"]["status"] == "completed"
+    assert header["run"]["initial_state"]["context"]["enterprise_id"] == "acme"
+    assert [e["seq"] for e in events] == list(range(1, len(_full_run()) + 1))
+    after = await get("/api/runs/orig/events/?format=jsonl&after=3&limit=2", secret)
+    assert [json.loads(x)["seq"] for x in after["body"].decode().splitlines()] == [4, 5]
+
+
+def _round_trip(tmp_path: Path, body: bytes) -> tuple[Run, Run]:
+    exported = tmp_path / "run.jsonl"
+    exported.write_bytes(body)
+    call_command("import_run", str(exported), "--run-id", "copy")
+    return Run.objects.get(pk="orig"), Run.objects.get(pk="copy")
+
+
+@pytest.mark.asyncio
+async def test_import_run_rebuilds_the_same_run(tmp_path):
+    secret = await sync_to_async(_setup)(events=_full_run())
+    body = (await get("/api/runs/orig/events/?format=jsonl", secret))["body"]
+    original, copy = await sync_to_async(_round_trip)(tmp_path, body)
+    assert copy.state == original.state
+    assert (copy.status, copy.last_seq, copy.flip_count) == (
+        original.status, original.last_seq, original.flip_count)
+    assert copy.definitions == original.definitions and copy.provenance == original.provenance
+    assert copy.started_at == original.started_at and copy.ended_at == original.ended_at
+
+    def replayed() -> tuple[list, list, list]:
+        at = [selectors.run_state_at(run=run, seq=3).state for run in (original, copy)]
+        flips = [list(Flip.objects.filter(run=run).order_by("seq").values_list(
+            "variable", "value", "seq")) for run in (original, copy)]
+        return at, *flips
+
+    at, flips_a, flips_b = await sync_to_async(replayed)()
+    assert at[0] == at[1] and flips_a == flips_b and flips_a
+
+
+def test_import_run_refuses_bad_files_naming_the_line(tmp_path, db):
+    _setup(events=_full_run())
+    header = selectors.run_export_header(run=Run.objects.get(pk="orig"))
+    bad = tmp_path / "bad.jsonl"
+    cases = [
+        ("", "line 1: the file is empty"),
+        ('{"type": "agent_text"}\n', "line 1: expected the run's header"),
+        (json.dumps(header) + "\n{nope\n", "line 2: not valid JSON"),
+        (json.dumps(header) + '\n{"type": "agent_text", "seq": 5}\n', "lines from 2:"),
+        (json.dumps(header) + "\n", "run_id: a run 'orig' already exists"),
+    ]
+    for text, message in cases:
+        bad.write_text(text)
+        args = ["--run-id", "fresh"] if "already" not in message else []
+        with pytest.raises(CommandError, match=message):
+            call_command("import_run", str(bad), *args)
+        assert not Run.objects.filter(pk="fresh").exists()  # nothing half-imported
+
+
+def test_simulate_run_reads_an_export_and_reuses_one_demo_token(tmp_path, db, monkeypatch):
+    from runs.management.commands import simulate_run
+
+    _setup(events=_full_run())
+    export = tmp_path / "run.jsonl"
+    header = selectors.run_export_header(run=Run.objects.get(pk="orig"))
+    payloads = RunEvent.objects.filter(run_id="orig").order_by("seq").values_list(
+        "payload", flat=True)
+    export.write_text("\n".join(json.dumps(x) for x in [header, *payloads]) + "\n")
+    events = simulate_run.Command()._read_events(export)
+    assert len(events) == len(_full_run()) and all("seq" not in e for e in events)
+
+    monkeypatch.setattr(simulate_run, "DEMO_TOKEN_FILE", tmp_path / "var" / "demo.token")
+    first = simulate_run.Command()._local_token()
+    second = simulate_run.Command()._local_token()
+    assert first == second
+    assert ApiToken.objects.filter(name=simulate_run.DEMO_TOKEN_NAME).count() == 1
+    (tmp_path / "var" / "demo.token").write_text("ca_00000000_lost-secret-xxxxxxxxxxxxxxxx")
+    third = simulate_run.Command()._local_token()  # the secret is lost: replaced, not added
+    assert third != first
+    assert ApiToken.objects.filter(name=simulate_run.DEMO_TOKEN_NAME).count() == 1
+
+
+def _many_events(run_id: str, count: int) -> None:
+    run = Run.objects.get(pk=run_id)
+    batch = []
+    for seq in range(1, count + 1):
+        payload = {"type": "agent_text", "agent": "user", "text": f"message {seq}", "seq": seq}
+        batch.append(RunEvent(run=run, seq=seq, type="agent_text", payload=payload))
+        if len(batch) == 10_000:
+            RunEvent.objects.bulk_create(batch)
+            batch = []
+    RunEvent.objects.bulk_create(batch)
+    Run.objects.filter(pk=run_id).update(last_seq=count)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+@pytest.mark.parametrize("count", [1_000_000])
+async def test_a_huge_run_exports_in_constant_memory(count):
+    secret = await sync_to_async(_setup)(events=[])
+    await sync_to_async(_many_events)("orig", count)
+    tracemalloc.start()
+    try:
+        response = await get("/api/runs/orig/events/?format=jsonl", secret, keep=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert response["status"] == 200
+    assert response["received"] > count * 50  # every event went out
+    assert peak < 30 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB for {count} events"
