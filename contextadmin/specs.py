@@ -206,8 +206,8 @@ def _decoded(data: Any) -> dict[str, Any] | None:
             data = json.loads(data)
         except (ValueError, RecursionError):
             return None
-    if not isinstance(data, dict):
-        return None
+    if not isinstance(data, dict) or fmt.json_nesting_exceeds(data):
+        return None  # parse_config already said why; nothing to repair in a document that deep
     document = copy.deepcopy(data)
     document.pop("variables", None)
     section = document.get("context_variables")
