@@ -22,7 +22,7 @@ from django.urls import path, reverse
 from django.utils.crypto import constant_time_compare
 from django.utils.html import format_html
 
-from contextadmin import impact, selectors, services, specs
+from contextadmin import impact, recent_runs, selectors, services, specs
 from contextadmin.forms import (
     DatabaseForm,
     DatabaseFormSet,
@@ -279,6 +279,8 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
                 else [],
                 "published_version": workflow.published_version,
                 "review_required": selectors.review_required(),
+                # from the runs app, which registers the source (contextadmin.recent_runs)
+                "runs_by_version": recent_runs.runs_by_version(workflow_name=workflow.name),
             }
         return super().change_view(request, object_id, form_url, extra_context)
 

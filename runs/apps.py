@@ -2,6 +2,7 @@ from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
 from contextadmin.impact import run_source_register
+from contextadmin.recent_runs import runs_by_version_register
 from runs.db import sqlite_wal_hold
 
 
@@ -11,7 +12,8 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         # Needs the app registry (it reads the models), so imported here, as Django documents.
-        from runs.selectors import recorded_runs
+        from runs.selectors import recorded_runs, workflow_runs_by_version
 
         connection_created.connect(sqlite_wal_hold, dispatch_uid="runs.db.sqlite_wal_hold")
         run_source_register(recorded_runs)  # contextadmin.impact replays the recorded runs
+        runs_by_version_register(workflow_runs_by_version)  # the workflow page lists them

@@ -31,6 +31,11 @@ class Run(models.Model):
     workflow_name = models.CharField(max_length=100, db_index=True)
     definitions = models.JSONField(help_text="context_variables.json as exported at start")
     definitions_hash = models.CharField(max_length=64)
+    workflow_version = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="the published version number pinned at start (None: an unversioned workflow)",
+    )
     enterprise_id = models.CharField(max_length=200, db_index=True)
     environment = models.CharField(
         max_length=20, choices=Environment.choices, default=Environment.DEVELOPMENT

@@ -9,16 +9,20 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models.functions import RowNumber
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextadmin import selectors as definitions
 from contextadmin.impact import RecordedRun
 from contextadmin.models import Workflow, WorkflowVersion
+from contextadmin.recent_runs import RunLink, VersionRuns, WorkflowRuns
 from runs.engine import RunState, event_sender, handoffs_readiness
 from runs.engine.format import ContextVariablesFile
 from runs.engine.state import NAMESPACES
@@ -66,6 +70,7 @@ class StateAt:
     def as_response(self, run: Run) -> dict[str, Any]:
         return {
             "seq": self.seq,
+            "workflow_version": run.workflow_version,  # the version the run pinned
             "state": {k: self.state[k] for k in NAMESPACES},
             "provenance": run.provenance,
             "flips": self.state.get("flips", []),
@@ -159,6 +164,7 @@ def run_summary(*, run: Run) -> dict[str, Any]:
     return {
         "id": run.pk,
         "workflow": run.workflow_name,
+        "workflow_version": run.workflow_version,
         "enterprise_id": run.enterprise_id,
         "environment": run.environment,
         "status": run.status,
@@ -401,8 +407,76 @@ def recorded_runs(
             base_context=(start or {}).get("context", {}),
             events=events,
             environment=run.environment,
+            version=run.workflow_version,
         )
         yield recorded, run_config(run)
+
+
+# -- runs per version: the workflow page (contextadmin.recent_runs, registered in ready) -------
+def run_published_version(*, run: Run) -> int | None:
+    """Return the number of the version the run's workflow publishes now (one query; None
+    when it has none or the workflow is gone), for the run page's "outdated" badge."""
+    if run.workflow_id is None:
+        return None
+    published = Workflow.objects.filter(pk=run.workflow_id).values_list(
+        "published_version__number", flat=True
+    )
+    return published.first()
+
+
+def workflow_runs_by_version(
+    *, workflow_name: str, versions: int, per_version: int
+) -> WorkflowRuns:
+    """Return the newest ``per_version`` runs of each of the newest ``versions`` versions that
+    have runs, with each version's run count (two queries, whatever the number of runs)."""
+    runs = Run.objects.filter(workflow_name=workflow_name)
+    counts = list(
+        runs.values("workflow_version")
+        .annotate(count=Count("pk"))
+        .order_by(F("workflow_version").desc(nulls_last=True))[:versions]
+    )
+    numbers = [row["workflow_version"] for row in counts]
+    wanted = Q(workflow_version__in=[n for n in numbers if n is not None])
+    if None in numbers:
+        wanted |= Q(workflow_version__isnull=True)
+    newest = (
+        runs.filter(wanted)
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=[F("workflow_version")],
+                order_by=[F("started_at").desc(), F("pk").desc()],
+            )
+        )
+        .filter(rank__lte=per_version)
+        .order_by("-started_at", "-pk")
+        .values_list(
+            "pk", "workflow_version", "status", "environment", "enterprise_id", "started_at"
+        )
+    )
+    listed: dict[int | None, list[RunLink]] = {number: [] for number in numbers}
+    for pk, number, status, environment, enterprise_id, started_at in newest if numbers else []:
+        listed[number].append(
+            RunLink(
+                run_id=pk,
+                url=reverse("runs-detail", args=[pk]),
+                status=status,
+                environment=environment,
+                enterprise_id=enterprise_id,
+                started_at=started_at,
+            )
+        )
+    return WorkflowRuns(
+        versions=[
+            VersionRuns(
+                version=row["workflow_version"],
+                count=row["count"],
+                runs=listed[row["workflow_version"]],
+            )
+            for row in counts
+        ],
+        list_url=f"{reverse('runs-list')}?{urlencode({'workflow': workflow_name})}",
+    )
 
 
 # -- export: a run's log, page by page --------------------------------------------------------

@@ -96,7 +96,7 @@ def run_start(
 
     _token_runs_check(token)
     try:  # the published version (docs/versions.md); rows only for an unversioned workflow
-        config, _version = workflow_published_config(workflow=workflow)
+        config, version = workflow_published_config(workflow=workflow)
     except VersionNotFound as exc:
         raise Conflict(f"workflow: {exc}") from None
     except ConfigError as exc:  # stored before a rule tightened: the admin shows what to fix
@@ -136,6 +136,7 @@ def run_start(
                 workflow_name=workflow_name,
                 definitions=definitions,
                 definitions_hash=hashlib.sha256(definitions_bytes).hexdigest(),
+                workflow_version=version,
                 enterprise_id=enterprise_id,
                 environment=environment,
                 provenance=provenance,
