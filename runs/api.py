@@ -200,8 +200,7 @@ def events_get(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, 
     ``jsonl`` is the download: without ``after``, a first line describing the run (for
     ``import_run``), then one event per line, every event unless ``limit`` says otherwise.
     """
-    run = selectors.run_get(run_id=run_id)
-    token_check_workflow(token=caller.token, workflow_name=run.workflow_name)
+    run = selectors.run_get(run_id=run_id, token=caller.token)
     after = selectors.parse_seq(request.GET.get("after"), name="after")
     limit = selectors.parse_seq(request.GET.get("limit"), name="limit")
     form = request.GET.get("format") or "json"
@@ -272,8 +271,7 @@ async def _events_json(*, run_id: str, after: int, limit: int) -> Any:
 @api_view(methods=("GET",), session_allowed=True)
 def run_state(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, dict[str, Any]]:
     """GET /api/runs/<run_id>/state/?at=<seq> — the state after seq events (latest without)."""
-    run = selectors.run_get(run_id=run_id)
-    token_check_workflow(token=caller.token, workflow_name=run.workflow_name)
+    run = selectors.run_get(run_id=run_id, token=caller.token)
     seq = selectors.parse_seq(request.GET.get("at"))
     return 200, selectors.run_state_at(run=run, seq=seq).as_response(run)
 

@@ -6,6 +6,7 @@ protocol is ``runs.resume.ResumeStream`` and the ingest batching ``runs.batching
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -26,7 +27,9 @@ from runs.models import ApiToken
 from runs.resume import RESYNC_INTERVAL_S, RESYNC_MAX_INTERVAL_S, ResumeStream
 from runs.services import ingest
 from runs.services.broadcast import RUNS_GROUP, broadcasts_collected, broadcasts_send, run_group
-from runs.services.tokens import api_token_is_live, token_check_workflow
+from runs.services.tokens import api_token_is_live
+
+logger = logging.getLogger(__name__)
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHORIZED = 4401
@@ -51,6 +54,15 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
 def _staff_check(scope: dict[str, Any]) -> None:
     """Raise unless the socket's session is a staff user's (its user is read at connect)."""
     authenticate(authorization=None, user=scope.get("user"), session_allowed=True)
+
+
+class RefusedSocket(AsyncWebsocketConsumer):
+    """Any websocket path without a route (or with a malformed run id): refused at the
+    handshake (Daphne answers 403), before authentication, a database read or a group name."""
+
+    async def connect(self) -> None:
+        logger.info("websocket refused: no route for %r", self.scope.get("path", "")[:200])
+        await self.close()
 
 
 class RunConsumer(AsyncWebsocketConsumer):
@@ -228,8 +240,7 @@ class IngestConsumer(AsyncJsonWebsocketConsumer):
         """Authenticate, check the run and the token's scope, take a socket slot."""
         caller = await database_sync_to_async(authenticate)(authorization=authorization)
         self.token = caller.token
-        run = await database_sync_to_async(selectors.run_get)(run_id=run_id)
-        token_check_workflow(token=self.token, workflow_name=run.workflow_name)
+        await database_sync_to_async(selectors.run_get)(run_id=run_id, token=self.token)
         key = ratelimit.token_key(self.token)  # type: ignore[arg-type]
         if not ratelimit.socket_acquire(key=key):
             limit = settings.API_MAX_SOCKETS_PER_TOKEN

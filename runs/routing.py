@@ -1,8 +1,15 @@
 """Websocket routes: ingest (token auth, no Origin needed) and inspectors (staff, same origin).
-Every HTTP request goes to Django (contextadmin/asgi.py)."""
+Every HTTP request goes to Django (contextadmin/asgi.py).
+
+A run id in a path must follow the run-id rule (``runs.engine.format.RUN_ID_REGEX``, the
+``run_id`` converter), so no consumer ever sees one that could not be stored or made into a
+group name; any other path (an unknown one, a malformed run id) is refused at the handshake
+by ``RefusedSocket`` and logged at INFO.
+"""
 
 from __future__ import annotations
 
+import logging
 from importlib import import_module
 from typing import Any
 
@@ -12,9 +19,27 @@ from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.http.cookie import parse_cookie
-from django.urls import path
+from django.urls import path, re_path, register_converter
 
-from runs.consumers import IngestConsumer, RunConsumer, RunListConsumer
+from runs.consumers import IngestConsumer, RefusedSocket, RunConsumer, RunListConsumer
+from runs.engine.format import RUN_ID_REGEX
+
+logger = logging.getLogger(__name__)
+
+
+class RunIdConverter:
+    """A path segment that is a valid run id: the one rule (``runs.engine.format``)."""
+
+    regex = RUN_ID_REGEX
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(RunIdConverter, "run_id")
 
 
 class SessionUserMiddleware(BaseMiddleware):
@@ -44,8 +69,9 @@ def staff_socket(consumer):
 
 websocket_application = URLRouter(
     [
-        path("ws/ingest/<str:run_id>/", IngestConsumer.as_asgi()),
+        path("ws/ingest/<run_id:run_id>/", IngestConsumer.as_asgi()),
         path("ws/runs/", staff_socket(RunListConsumer.as_asgi())),
-        path("ws/runs/<str:run_id>/", staff_socket(RunConsumer.as_asgi())),
+        path("ws/runs/<run_id:run_id>/", staff_socket(RunConsumer.as_asgi())),
+        re_path(r"", RefusedSocket.as_asgi()),  # last: every other path, refused cleanly
     ]
 )

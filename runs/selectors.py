@@ -24,11 +24,12 @@ from contextadmin.impact import RecordedRun
 from contextadmin.models import Workflow, WorkflowVersion
 from contextadmin.recent_runs import RunLink, VersionRuns, WorkflowRuns
 from runs.engine import RunState, event_sender, handoffs_readiness
-from runs.engine.format import ContextVariablesFile
+from runs.engine.format import RUN_ID_MAX_CHARS, ContextVariablesFile, run_id_valid
 from runs.engine.state import NAMESPACES
 from runs.errors import BadRequest, NotFound
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 from runs.services.caches import run_config
+from runs.services.tokens import token_sees_workflow
 
 CATCH_UP_CHUNK = 500
 
@@ -38,13 +39,20 @@ def json_text(data: Any) -> str:
     return orjson.dumps(data).decode()
 
 
-def run_get(*, run_id: str) -> Run:
-    """Return a run or raise NotFound naming it."""
-    if "\x00" in run_id:  # no run has one, and PostgreSQL cannot even compare it
-        raise NotFound(f"run_id: no run {run_id!r}")
+def run_not_found(run_id: str) -> NotFound:
+    """The one answer for a run the caller may not know of: unknown, malformed or foreign to
+    the caller's token all read the same, so a scoped token learns nothing of other runs."""
+    return NotFound(f"run_id: no run {run_id[:RUN_ID_MAX_CHARS + 1]!r}")
+
+
+def run_get(*, run_id: str, token: ApiToken | None = None) -> Run:
+    """Return a run or raise NotFound naming it; a token scoped to another workflow gets the
+    same NotFound as for an unknown run (``token_sees_workflow``)."""
+    if not run_id_valid(run_id):  # no run has such an id; never sent to SQL
+        raise run_not_found(run_id)
     run = Run.objects.filter(pk=run_id).first()
-    if run is None:
-        raise NotFound(f"run_id: no run {run_id!r}")
+    if run is None or not token_sees_workflow(token=token, workflow_name=run.workflow_name):
+        raise run_not_found(run_id)
     return run
 
 

@@ -49,6 +49,10 @@ __all__ = [
     "REDACTED_MARKER",
     "RESERVED_NAMES",
     "ROUTABLE_CATEGORIES",
+    "RUN_ID_MAX_CHARS",
+    "RUN_ID_PATTERN",
+    "RUN_ID_REGEX",
+    "RUN_ID_RULE",
     "SECRET_ENV_REASON",
     "SERVER_ENV_REASON",
     "SERVER_ENV_VARS",
@@ -82,6 +86,7 @@ __all__ = [
     "json_schema",
     "json_value_problem",
     "parse_config",
+    "run_id_valid",
     "text_problem",
     "value_matches_type",
     "with_article",
@@ -99,6 +104,18 @@ MAX_HANDOFFS = 1_000
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT64_MESSAGE = "must fit in a signed 64-bit integer (JSON consumers and databases cap it)"
 ENTERPRISE_ID_MAX_CHARS = 200  # a run's enterprise id (runs.Run.enterprise_id holds as many)
+# A run id (runs.Run.id holds 64): the one rule for every place that takes one (run start,
+# import, the API's and the sockets' paths), checked before a run id reaches SQL, a log line
+# or a channel-layer group name (whose names allow at most 100 ASCII characters).
+RUN_ID_MAX_CHARS = 64
+RUN_ID_REGEX = rf"[A-Za-z0-9_-]{{1,{RUN_ID_MAX_CHARS}}}"
+RUN_ID_PATTERN = re.compile(rf"^{RUN_ID_REGEX}\Z")  # .match() is whole-string
+RUN_ID_RULE = f"1-{RUN_ID_MAX_CHARS} characters of A-Z, a-z, 0-9, _ and -"
+
+
+def run_id_valid(value: object) -> bool:
+    """Whether ``value`` is a run id a run could have (``RUN_ID_RULE``)."""
+    return isinstance(value, str) and RUN_ID_PATTERN.fullmatch(value) is not None
 
 CATEGORIES: tuple[str, ...] = ("declarative", "database", "environment", "derived")
 CATEGORY_KEYS: dict[str, str] = {c: f"{c}_variables" for c in CATEGORIES}

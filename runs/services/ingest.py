@@ -15,13 +15,13 @@ from django.utils import timezone
 
 from runs import selectors
 from runs.engine import EventError, RunState, validate_event
-from runs.engine.format import ContextVariablesFile
-from runs.errors import BadRequest, Conflict, NotFound
+from runs.engine.format import ContextVariablesFile, run_id_valid
+from runs.errors import BadRequest, Conflict
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 from runs.services.broadcast import run_events_broadcast
 from runs.services.caches import live_state_keep, live_state_take, run_config
 from runs.services.lifecycle import TERMINAL_STATUSES
-from runs.services.tokens import token_check_workflow
+from runs.services.tokens import token_sees_workflow
 
 SNAPSHOT_EVERY = 500  # replay to any seq applies at most this many events
 # The big JSON columns are read only when needed: the state comes from this process's cache
@@ -81,12 +81,11 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
             .defer(*INGEST_DEFERRED)
             .filter(pk=run_id)
             .first()
-            if "\x00" not in run_id  # no run has one, and PostgreSQL cannot even compare it
+            if run_id_valid(run_id)  # the run-id rule: nothing else reaches SQL
             else None
         )
-        if run is None:
-            raise NotFound(f"run_id: no run {run_id!r}")
-        token_check_workflow(token=token, workflow_name=run.workflow_name)
+        if run is None or not token_sees_workflow(token=token, workflow_name=run.workflow_name):
+            raise selectors.run_not_found(run_id)  # a foreign run reads as an unknown one
         result, batch = _batch_apply(run, events)
         if batch.events:
             RunEvent.objects.bulk_create(batch.events)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +21,11 @@ from runs.engine import ContextError, RunState, build_context, context_from_supp
 from runs.engine.format import (
     ENTERPRISE_ID_MAX_CHARS,
     ENVIRONMENTS,
+    RUN_ID_PATTERN,
+    RUN_ID_RULE,
     ConfigError,
     config_export_bytes,
+    run_id_valid,
 )
 from runs.errors import BadRequest, Conflict, NotFound, RateLimited
 from runs.models import ApiToken, Run, RunSnapshot
@@ -33,7 +35,7 @@ from runs.services.tokens import token_check_workflow
 
 logger = logging.getLogger(__name__)
 
-RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+__all__ = ["RUN_ID_PATTERN", "TERMINAL_STATUSES", "StartedRun", "run_start"]
 CONTEXT_MAX_BYTES = 256 * 1024
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
@@ -75,8 +77,8 @@ def run_start(
         raise BadRequest("enterprise_id: required (a non-empty string)")
     if len(enterprise_id) > ENTERPRISE_ID_MAX_CHARS:
         raise BadRequest(f"enterprise_id: at most {ENTERPRISE_ID_MAX_CHARS} characters")
-    if run_id is not None and (not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id)):
-        raise BadRequest("run_id: 1-64 characters of A-Z, a-z, 0-9, _ and -")
+    if run_id is not None and not run_id_valid(run_id):
+        raise BadRequest(f"run_id: {RUN_ID_RULE}")
     environment = environment or settings.ENVIRONMENT or "development"
     if environment not in ENVIRONMENTS:
         raise BadRequest(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
@@ -174,8 +176,9 @@ def _token_runs_check(token: ApiToken | None, *, lock: bool = False) -> None:
 
 def _run_start_retry(existing: Run, *, workflow_name: str, enterprise_id: str) -> StartedRun:
     if existing.workflow_name != workflow_name or existing.enterprise_id != enterprise_id:
+        # Run ids are one namespace, so a taken id cannot read as free; the answer names
+        # neither the run's workflow nor its enterprise (a scoped token learns nothing).
         raise Conflict(
-            f"run_id: run {existing.pk} already exists for {existing.workflow_name}/"
-            f"{existing.enterprise_id}",
+            f"run_id: {existing.pk} is already taken by another run; choose another run_id"
         )
     return StartedRun(run=existing, created=False)

@@ -104,7 +104,14 @@ def api_token_revoke(*, token: ApiToken) -> None:
             del _cache[key]
 
 
+def token_sees_workflow(*, token: ApiToken | None, workflow_name: str) -> bool:
+    """Whether a token may act on ``workflow_name`` (a staff session, no token, may)."""
+    return token is None or token.workflow_id is None or token.workflow.name == workflow_name
+
+
 def token_check_workflow(*, token: ApiToken | None, workflow_name: str) -> None:
-    """Refuse a token scoped to another workflow."""
-    if token is not None and token.workflow_id is not None and token.workflow.name != workflow_name:
+    """Refuse a token scoped to another workflow (a workflow it names: a run it names is
+    looked up through ``selectors.run_get(token=)``, which answers a foreign run as unknown)."""
+    if not token_sees_workflow(token=token, workflow_name=workflow_name):
+        assert token is not None
         raise Forbidden(f"this token is scoped to workflow {token.workflow.name!r}")

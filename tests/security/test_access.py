@@ -255,8 +255,8 @@ async def test_ingest_socket_scoped_and_revoked_tokens(monkeypatch):
     comm = _communicator(f"/ws/ingest/{s['run_id']}/?token={s['scoped_other']}", [])
     await comm.connect()
     refusal = await comm.receive_json_from()
-    assert refusal["status"] == 403 and "scoped" in refusal["error"]
-    assert (await comm.receive_output())["code"] == consumers.CLOSE_FORBIDDEN
+    assert refusal["status"] == 404 and "no run" in refusal["error"]  # as an unknown run
+    assert (await comm.receive_output())["code"] == consumers.CLOSE_NOT_FOUND
 
     monkeypatch.setattr(consumers, "TOKEN_RECHECK_S", 0.0)
     # Revoked below in the database, as another process would: no cached read hides it.
