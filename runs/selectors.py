@@ -303,6 +303,12 @@ def run_flag_names() -> list[str]:
     return list(Flip.objects.order_by("variable").values_list("variable", flat=True).distinct())
 
 
+def run_last_event_at(*, run: Run) -> dt.datetime | None:
+    """When the run's last event arrived (None before its first)."""
+    last = RunEvent.objects.filter(run=run, seq=run.last_seq)
+    return last.values_list("received_at", flat=True).first()
+
+
 def run_stale_after_s() -> int:
     """Seconds without an event after which a running run is shown as stale."""
     return int(getattr(settings, "RUNS_STALE_AFTER_S", 300))

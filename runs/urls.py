@@ -13,6 +13,7 @@ urlpatterns = [
     ),
     # the inspector (staff sessions); the front page is the operator's front door
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("runs/", views.run_list, name="runs-list"),
     path("runs/<str:run_id>/", views.run_detail, name="runs-detail"),
     path("api/runs/<str:run_id>/resolve/", views.run_resolve, name="runs-resolve"),

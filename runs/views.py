@@ -83,6 +83,17 @@ def _run_or_404(run_id: str) -> Run:
         raise Http404(exc.message) from None
 
 
+FAVICON = (settings.BASE_DIR / "static" / "inspector" / "favicon.svg").read_bytes()
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico: browsers ask for it on every page (the admin's too); answer, not 404."""
+    response = HttpResponse(FAVICON, content_type="image/svg+xml")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 # -- the front page ---------------------------------------------------------------------------
 @require_safe
 @staff_member_required
@@ -155,9 +166,11 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     """One run: context with provenance, flags timeline, event stream, hand-offs, time travel."""
     run = _run_or_404(run_id)
+    run.last_event_at = selectors.run_last_event_at(run=run)  # type: ignore[attr-defined]
     definitions = run.definitions or {}
     page = {
         "run": selectors.run_summary(run=run),
+        "stale_after_s": selectors.run_stale_after_s(),
         "variables": _variables_meta(definitions),
         # the rules as pinned at start: the graph's edges; their readiness comes with the state
         "handoffs": definitions.get("handoffs", []),

@@ -35,7 +35,9 @@ function sourceCell(name, entry, category, { flips, sets, onJump }) {
   if (category === "declarative") {
     parts.push(el("code", { class: "source" }, "static"));
   } else if (category === "derived") {
-    parts.push(statusBadge("default"));
+    // "default" only while nothing has changed it: a flipped flag reads "flipped at #N" alone
+    const changed = flips.some((f) => f.name === name) || sets.some((s) => s.name === name);
+    if (!changed) parts.push(statusBadge("default"));
   } else if (category === "database" || category === "environment" || (category === "base" && source !== "run")) {
     const label = category === "database" ? source : `$${source}`;
     parts.push(el("code", { class: "source" }, label), " ", statusBadge(status || "unknown"));
@@ -84,7 +86,11 @@ export function renderContext(container, view) {
       el("td", { class: "provenance" }, sourceCell(name, provenance[name], category, view)));
     });
     tables.push(el("table", { class: `context context-${category}` },
-      el("caption", {}, TITLES[category] || category),
+      el("caption", {}, TITLES[category] || category,
+        category === "base" ? el("span", { class: "caption-note muted" },
+          " — every run has these, declared or not: seed 000's minimal base (enterprise_id, "
+          + "workflow_name) and its base flags (context_aware, monetization_enabled), read from "
+          + "$CONTEXT_AWARE and $MONETIZATION_ENABLED") : null),
       el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "Value"), el("th", {}, "Source"))),
       el("tbody", {}, rows)));
   }

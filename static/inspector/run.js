@@ -6,10 +6,12 @@ import { renderContext } from "./context.js";
 import { debounce, el, getJSON, jsonScript, replace } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
+import { isStale, lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
 import { LiveSocket, showStatus } from "./socket.js";
 import { EventStream, senderOf } from "./stream.js";
 import { renderTimeline } from "./timeline.js";
 import { renderDiff } from "./travel.js";
+import { readState, writeState } from "./urlstate.js";
 
 const root = document.getElementById("inspector");
 const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
@@ -28,15 +30,26 @@ const model = {
   changed: new Set(),
   execution: {}, // state.execution: current_agent, visited_agents, path (the agents graph)
   readiness: null, // the server's hand-off readiness (null: not sent, rules shown without status)
+  run: { ...page.run }, // the lifecycle: started_at, ended_at, last_event_at, ended_by
 };
+const initial = readState(); // the shared view: ?at, ?agent, ?type, ?compare, ?event
+// "Compare with #" follows the live end until the reader types another number
+let compareFollows = !initial.compare || initial.compare[1] === "live";
 // live: follow the stream; otherwise show `state` as of `seq` (from the state API)
 let view = { live: true, seq: null, state: null };
 
 const stream = new EventStream({
   list: $("stream"), empty: $("stream-empty"),
   agentSelect: $("filter-agent"), typeSelect: $("filter-type"), pauseButton: $("pause"),
-  types: eventTypes,
+  noMatch: $("stream-nomatch"), types: eventTypes,
+  onFilter: ({ agent, type }) => writeState({ agent, type }),
+  onSelect: (seq) => writeState({ event: seq }),
 });
+stream.setFilters(initial);
+if (initial.event !== null) {
+  stream.highlight(initial.event);
+  stream.scrollPending = initial.event;
+}
 
 const derivedFlags = Object.entries(page.variables)
   .filter(([, meta]) => meta.category === "derived")
@@ -72,8 +85,7 @@ function render() {
   if (!model.ready) return;
   const current = shown();
   $("run-seq").textContent = String(model.lastSeq);
-  $("run-status").textContent = model.status;
-  $("run-status").dataset.status = model.status;
+  renderLifecycle();
 
   const slider = $("travel-seq");
   slider.max = String(model.lastSeq);
@@ -82,6 +94,7 @@ function render() {
     $("travel-out").textContent = `#${model.lastSeq}`;
   }
   $("compare-b").max = $("compare-a").max = String(model.lastSeq);
+  if (compareFollows) $("compare-b").value = String(model.lastSeq);
   $("context-at").textContent = view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`;
 
   renderContext($("context"), {
@@ -112,9 +125,28 @@ function render() {
   if (view.live) resolveSoon();
 }
 
+function renderLifecycle() {
+  const run = { ...model.run, status: model.status };
+  const staleAfterS = page.stale_after_s;
+  $("run-status").textContent = statusLabel(run, staleAfterS);
+  $("run-status").dataset.status = statusKey(run, staleAfterS);
+  $("run-status").title = isStale(run, staleAfterS)
+    ? `running, but no event for more than ${staleAfterS} s (RUNS_STALE_AFTER_S)` : "";
+  $("run-duration").textContent = runDuration(run);
+  const last = run.last_event_at;
+  $("run-last-event").textContent = last && model.lastSeq ? new Date(last).toLocaleString() : "—";
+  $("run-ended").textContent = run.ended_at ? new Date(run.ended_at).toLocaleString() : "not yet";
+}
+setInterval(renderLifecycle, 5000); // the duration and the stale marker move with the clock
+
 // -- the socket ----------------------------------------------------------------------------------
+let restored = false;
 function onSnapshot(message) {
   model.ready = true;
+  if (message.run) {
+    model.run = { ...model.run, ...message.run,
+      last_event_at: message.run.last_event_at || model.run.last_event_at };
+  }
   model.lastSeq = message.seq;
   model.context = message.state.context;
   model.provenance = message.provenance;
@@ -124,6 +156,25 @@ function onSnapshot(message) {
   model.execution = message.state.execution;
   model.readiness = message.handoffs ?? null;
   schedule();
+  restoreOnce();
+}
+
+/** Show the view the URL names, once the page has caught up to the run as it was rendered
+ * (the first snapshot is the state at the stream window's start, not the live end). */
+function restoreOnce() {
+  if (restored || model.lastSeq < page.run.event_count) return;
+  restored = true;
+  if (initial.compare) {
+    const [a, b] = initial.compare;
+    $("compare-a").value = String(a);
+    $("compare-b").value = String(b === "live" ? model.lastSeq : b);
+    compare();
+  }
+  if (initial.at !== null && initial.at < model.lastSeq) {
+    $("travel-seq").value = String(initial.at);
+    $("travel-out").textContent = `#${initial.at}`;
+    travelTo(initial.at);
+  }
 }
 
 /** Follow the agents between snapshots: who spoke last, and each hand-off edge as it is taken. */
@@ -156,11 +207,18 @@ function onEvent(message) {
     model.changed.add(name);
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
   }
-  if (message.event.type === "run_status") model.status = message.event.status;
+  model.run.last_event_at = new Date().toISOString();
+  if (message.event.type === "run_status") {
+    model.status = message.event.status;
+    if (message.event.status !== "running" && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
+    model.run.ended_by = message.event.status === "failed" ? "crash"
+      : message.event.status === "running" ? null : message.event.status;
+  }
   model.readiness = message.handoffs ?? null;
   followAgents(message);
   stream.add(message);
   schedule();
+  restoreOnce();
 }
 
 const socket = new LiveSocket(root.dataset.wsPath, {
@@ -180,6 +238,7 @@ let travelToken = 0;
 function goLive() {
   travelToken += 1;
   view = { live: true, seq: null, state: null };
+  writeState({ at: null });
   $("travel-live").setAttribute("aria-pressed", "true");
   $("travel-note").hidden = true;
   schedule();
@@ -192,6 +251,7 @@ async function travelTo(seq) {
   }
   const token = ++travelToken;
   $("travel-live").setAttribute("aria-pressed", "false");
+  writeState({ at: seq });
   try {
     const data = await getJSON(urls.state, { at: seq });
     if (token !== travelToken) return; // a newer request superseded this one
@@ -222,10 +282,18 @@ $("travel-seq").addEventListener("input", (event) => {
 });
 $("travel-live").addEventListener("click", goLive);
 
-$("compare").addEventListener("submit", async (event) => {
+$("compare-b").addEventListener("input", () => {
+  compareFollows = Number($("compare-b").value) === model.lastSeq;
+});
+$("compare").addEventListener("submit", (event) => {
   event.preventDefault();
+  compare();
+});
+
+async function compare() {
   const clamp = (value) => Math.max(0, Math.min(model.lastSeq, Number(value) || 0));
   const [a, b] = [clamp($("compare-a").value), clamp($("compare-b").value)].sort((x, y) => x - y);
+  writeState({ compare: [a, compareFollows && b === model.lastSeq ? "live" : b] });
   try {
     const [first, second] = await Promise.all([getJSON(urls.state, { at: a }), getJSON(urls.state, { at: b })]);
     renderDiff($("compare-result"), first, second, { onJump: jump, namespaces });
@@ -233,7 +301,7 @@ $("compare").addEventListener("submit", async (event) => {
     replace($("compare-result"), el("p", { class: "error" }, `Compare failed: ${error.message}`));
     $("compare-result").hidden = false;
   }
-});
+}
 
 // -- template preview ----------------------------------------------------------------------------
 const PATTERNS = { ref: /\{\{\s*([^{}]+?)\s*\}\}/g, system: /\{([^{}]*)\}/g };
@@ -285,4 +353,4 @@ const resolveSoon = debounce(resolveTemplate, 250);
 $("template-input").addEventListener("input", resolveSoon);
 $("template-syntax").addEventListener("change", resolveTemplate);
 
-window.inspector = { socket, stream, model, view: () => view, travelTo, goLive };
+window.inspector = { socket, stream, model, view: () => view, travelTo, goLive, lastActivity };

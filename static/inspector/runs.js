@@ -55,6 +55,7 @@ function renderRow(run) {
 }
 
 function upsert(run, { fresh = false, live = false } = {}) {
+  // (live: from the socket; a run new to an older page does not belong on it)
   const known = rows.get(run.id);
   if (live && known && !run.last_event_at) {
     // the socket's summaries carry no last event time: a new event count means "just now"
@@ -65,7 +66,7 @@ function upsert(run, { fresh = false, live = false } = {}) {
     if (known) { known.tr.remove(); rows.delete(run.id); }
     return;
   }
-  if (!known && meta.paged) return; // an older page keeps its rows
+  if (!known && live && meta.paged) return; // an older page keeps its rows
   const tr = renderRow(run);
   if (known) {
     known.tr.replaceWith(tr);

@@ -32,9 +32,14 @@ function body(event) {
 
 export class EventStream {
   /** types: the event types the server accepts (runs.engine.EVENT_TYPES), for the type filter. */
-  constructor({ list, empty, agentSelect, typeSelect, pauseButton, types }) {
+  constructor({ list, empty, noMatch, agentSelect, typeSelect, pauseButton, types, onFilter, onSelect }) {
     this.list = list;
     this.empty = empty;
+    this.noMatch = noMatch; // says so when the filters hide every event
+    this.onFilter = onFilter || (() => {});
+    this.onSelect = onSelect || (() => {});
+    this.selected = null;
+    this.scrollPending = null;
     this.agentSelect = agentSelect;
     this.typeSelect = typeSelect;
     this.pauseButton = pauseButton;
@@ -43,8 +48,14 @@ export class EventStream {
     this.agents = new Set();
     this.types = new Set();
     for (const type of types) this.addOption(this.typeSelect, this.types, type);
-    agentSelect.addEventListener("change", () => this.applyFilters());
-    typeSelect.addEventListener("change", () => this.applyFilters());
+    agentSelect.addEventListener("change", () => this.applyFilters({ user: true }));
+    typeSelect.addEventListener("change", () => this.applyFilters({ user: true }));
+    list.addEventListener("click", (event) => {
+      const link = event.target.closest("a.ev-seq");
+      if (!link) return;
+      event.preventDefault();
+      this.select(Number(link.closest("li").dataset.seq));
+    });
     pauseButton.addEventListener("click", () => this.setPaused(!this.paused));
   }
 
@@ -71,7 +82,12 @@ export class EventStream {
     this.list.append(fragment);
     while (this.list.childElementCount > MAX_ROWS) this.list.firstElementChild.remove();
     this.empty.hidden = this.list.childElementCount > 0;
+    this.updateNoMatch();
     if (stick) this.list.scrollTop = this.list.scrollHeight;
+    if (this.scrollPending !== null) { // the selected event from the URL, once it arrives
+      const row = document.getElementById(`event-${this.scrollPending}`);
+      if (row) { this.scrollPending = null; row.scrollIntoView({ block: "center" }); }
+    }
   }
 
   row(message) {
@@ -81,7 +97,7 @@ export class EventStream {
     this.addOption(this.typeSelect, this.types, event.type);
     const flips = (message.flips || []).map((flip) =>
       el("span", { class: "chip chip-true" }, `⚑ ${flip.name} → ${JSON.stringify(flip.value)}`));
-    const row = el("li", { id: `event-${seq}`, class: `ev ev-${event.type}`, dataset: { seq: String(seq), agent: who, type: event.type } },
+    const row = el("li", { id: `event-${seq}`, class: ["ev", `ev-${event.type}`, seq === this.selected && "target"], dataset: { seq: String(seq), agent: who, type: event.type } },
       el("a", { class: "ev-seq", href: `#event-${seq}` }, `#${seq}`),
       el("span", { class: "ev-type" }, event.type),
       who ? el("span", { class: "ev-agent" }, who) : null,
@@ -97,8 +113,49 @@ export class EventStream {
     return (!agent || row.dataset.agent === agent) && (!type || row.dataset.type === type);
   }
 
-  applyFilters() {
+  applyFilters({ user = false } = {}) {
     for (const row of this.list.children) row.hidden = !this.visible(row);
+    this.updateNoMatch();
+    if (user) this.onFilter({ agent: this.agentSelect.value, type: this.typeSelect.value });
+  }
+
+  /** Set the filters (from the URL): an agent not seen yet gets its option now. */
+  setFilters({ agent, type }) {
+    if (agent) this.addOption(this.agentSelect, this.agents, agent);
+    if (type) this.addOption(this.typeSelect, this.types, type);
+    this.agentSelect.value = agent || "";
+    this.typeSelect.value = type || "";
+    this.applyFilters();
+  }
+
+  /** Say so when events exist but the filters hide every one of them. */
+  updateNoMatch() {
+    if (!this.noMatch) return;
+    const filtered = Boolean(this.agentSelect.value || this.typeSelect.value);
+    const anyVisible = filtered ? [...this.list.children].some((row) => !row.hidden) : true;
+    const hidden = !filtered || anyVisible || this.list.childElementCount === 0;
+    if (hidden) { this.noMatch.hidden = true; return; }
+    const what = [this.agentSelect.value && `agent ${this.agentSelect.value}`,
+      this.typeSelect.value && `type ${this.typeSelect.value}`].filter(Boolean).join(" and ");
+    replace(this.noMatch, `No event matches ${what}. `,
+      el("button", { type: "button", class: "link-button", onclick: () => this.setFilters({}) || this.onFilter({ agent: "", type: "" }) },
+        "Clear filters"));
+    this.noMatch.hidden = false;
+  }
+
+  /** Highlight one event as the selected one (its row may arrive later). */
+  highlight(seq) {
+    this.selected = seq;
+    for (const old of this.list.querySelectorAll(".target")) old.classList.remove("target");
+    const row = document.getElementById(`event-${seq}`);
+    if (row) row.classList.add("target");
+    return row;
+  }
+
+  /** Select an event: highlight it and tell the page (which puts it in the URL). */
+  select(seq) {
+    this.highlight(seq);
+    this.onSelect(seq);
   }
 
   setPaused(paused) {
@@ -131,10 +188,9 @@ export class EventStream {
     if (row.hidden) {
       this.agentSelect.value = "";
       this.typeSelect.value = "";
-      this.applyFilters();
+      this.applyFilters({ user: true });
     }
-    for (const old of this.list.querySelectorAll(".target")) old.classList.remove("target");
-    row.classList.add("target");
+    this.select(seq);
     row.scrollIntoView({ block: "center", behavior: "smooth" });
     return true;
   }

@@ -209,3 +209,18 @@ def test_runs_list_stays_fast_at_100000_runs(staff, generator):
     deep = time.perf_counter() - started
     assert first < 0.5 and deep < 0.5, (first, deep)
     assert len([q for q in queries.captured_queries if "runs_run" in q["sql"]]) == 1
+
+
+def test_favicon_is_served_not_404(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
+
+
+def test_run_page_links_the_download_and_the_workflows_definitions(staff, generator):
+    from runs.services import lifecycle
+
+    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    page = staff.get(f"/runs/{run.pk}/").content.decode()
+    assert f'href="/api/runs/{run.pk}/events/?format=jsonl"' in page
+    assert 'id="workflow-definitions"' in page and 'id="run-duration"' in page
+    assert 'id="stream-nomatch"' in page

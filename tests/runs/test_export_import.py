@@ -30,7 +30,9 @@ def _setup(*, events: list[dict] | None = None, run_id: str = "orig") -> str:
     workflow_import(name="Generator", data=demo_config())
     workflow_import(name="Other", data=demo_config())
     lifecycle.run_start(workflow_name="Generator", enterprise_id="acme", run_id=run_id)
-    ingest.event_ingest(run_id=run_id, events=events if events is not None else demo_events())
+    events = demo_events() if events is None else events
+    if events:
+        ingest.event_ingest(run_id=run_id, events=events)
     return tokens.api_token_create(name="rt")[1]
 
 
