@@ -274,6 +274,35 @@ class Bench:
             )
         )
 
+    def impact(self) -> None:
+        """B12: impact analysis, recorded runs replayed per second (bench/impact.py)."""
+        if not self.wanted("B12"):
+            return
+        from bench import impact
+
+        runs, events = (20, 200) if self.profile.name == "quick" else (100, 1000)
+        self.quiet()
+        r = impact.b12_impact(runs=runs, events=events, reps=self.profile.reps)
+        per_run = r.baseline.median / r.rates.median if r.rates.median else float("nan")
+        self.emit(
+            Figure(
+                "B12",
+                f"contextadmin.impact: {r.runs} recorded runs of {r.events:,} events each, read "
+                "from runs.selectors.recorded_runs and replayed under their pinned version "
+                "(1) and a draft (2) that changes the derived trigger, compared",
+                f"{r.rates.text('runs/s')} ({r.events_per_s:,.0f} events/s); the draft "
+                f"changes {r.changed} of {r.runs} runs; the pinned version against itself "
+                f"changes none: {r.unchanged_under_pinned}",
+                "≥ 10 runs/s of 1,000 events (History's 100 runs within its 10 s budget)",
+                r.rates.median * r.events / 1000 >= 10 and r.unchanged_under_pinned,
+                baseline="one replay of each run under its pinned version "
+                f"{r.baseline.text('runs/s')}",
+                ratio=f"impact costs {per_run:.1f}x one replay per run",
+                setup=self.tag("none", "in-process"),
+                value=r.rates.median,
+            )
+        )
+
     def scale(self) -> None:
         """B10 (one long run) and B11 (many runs at once): bench/scale.py."""
         from bench import scale
@@ -613,6 +642,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.engine,
             bench.in_database,
             bench.ag2,
+            bench.impact,
         ]
         steps.append(bench.scale)
         for step in steps:

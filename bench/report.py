@@ -68,6 +68,13 @@ METHOD = """\
   event/s (the runs' phases spread over the second) for 5 s of warm-up and 60 s measured,
   and times each event from just before its frame's send to its arrival on the inspector
   (and to its ack); the baseline is the same with 10 runs on a fresh Daphne.
+- B12 (`bench/impact.py`) runs in one Django process on its own workflow: 100 runs of 1,000
+  events (the demo run's events, cycled) recorded through `run_start` and `event_ingest` under
+  version 1; a draft (version 2) replaces the derived trigger. Each repetition runs
+  `contextadmin.impact.impact_replay` over the registered source (`recorded_runs`, events read
+  lazily from the database) as History and `impact_context` do, then the baseline: the same
+  runs from the same source replayed once under their pinned version. A check first replays
+  them under the pinned version as the candidate: no run may change.
 - The two cores may be shared with other work: a full run waits before each figure (up to
   180 s) until the CPUs are idle, and every line ends with the 1-minute load average, how busy
   the CPUs were just before the figure and how much of them other work (processes that are
