@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 import orjson
 from django.conf import settings
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, Window
 from django.db.models.functions import RowNumber
 from django.urls import reverse
 from django.utils import timezone
@@ -532,3 +532,30 @@ def run_export_header(*, run: Run) -> dict[str, Any]:
             "initial_state": initial,
         }
     }
+
+
+# -- retention: what prune_runs would delete ------------------------------------------------------
+ENDED_STATUSES = (Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.CANCELLED)
+
+
+def runs_ended_before(*, cutoff: dt.datetime) -> QuerySet[Run]:
+    """Runs that ended before ``cutoff``: the only runs retention may delete (a running run,
+    however old, is never among them; an ended run takes no more events)."""
+    return Run.objects.filter(status__in=ENDED_STATUSES, ended_at__lt=cutoff)
+
+
+@dataclass
+class PrunePlan:
+    runs: int
+    events: int
+    flips: int
+
+
+def prune_plan(*, cutoff: dt.datetime) -> PrunePlan:
+    """Count what pruning at ``cutoff`` deletes (one query: a run's counters, not its log)."""
+    totals = runs_ended_before(cutoff=cutoff).aggregate(
+        runs=Count("pk"), events=Sum("last_seq"), flips=Sum("flip_count")
+    )
+    return PrunePlan(
+        runs=totals["runs"] or 0, events=totals["events"] or 0, flips=totals["flips"] or 0
+    )
