@@ -20,6 +20,7 @@ from contextadmin.impact import run_source
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import, workflow_version_approve
 from runs import selectors
+from runs.engine.conditions import NEVER_IN_PRODUCTION
 from runs.models import Run
 from runs.services.lifecycle import run_start
 from tests.runs.conftest import Api, demo_config
@@ -195,3 +196,47 @@ def test_a_pipeline_poll_is_304_until_a_new_version_is_published_then_200_with_i
     assert b'"value": 30' in published.content
     again = api.get(url, HTTP_IF_NONE_MATCH=published["ETag"])
     assert again.status_code == 304
+
+
+# -- "never in production" on production runs (issue 16, item 6) -------------------------------
+def test_a_production_run_reports_environment_gated_hand_offs_as_never_end_to_end(
+    api: Api, generator: Workflow
+) -> None:
+    """Start, snapshot, every event and the state API all say "never" for a rule that names
+    an environment variable; the page only displays it ("never in this environment", with
+    the reason "never in production": tests/inspector/test_browser.py)."""
+    config = demo_config()
+    config["handoffs"] = [
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "HandoffsAgent",
+            "condition": "${context_aware}",
+            "description": "",
+        },
+        {
+            "source_agent": "InterviewAgent",
+            "target_agent": "ContextVariablesAgent",
+            "condition": "${interview_complete}",
+            "description": "",
+        },
+    ]
+    workflow_import(name="Generator", data=config, replace=True)
+    production = api.start(environment="production")
+    development = api.start(environment="development")
+
+    def statuses(run_id: str) -> list[tuple[str, str | None]]:
+        state = api.get(f"/api/runs/{run_id}/state/").json()
+        return [(rule["status"], rule["reason"]) for rule in state["handoffs"]]
+
+    assert [r["status"] for r in production["state"]["handoffs"]] == ["never", "not yet"]
+    assert statuses(production["run_id"]) == [("never", NEVER_IN_PRODUCTION), ("not yet", None)]
+    assert "never in production" in NEVER_IN_PRODUCTION
+    response = api.events(
+        production["run_id"], [{"type": "agent_text", "agent": "InterviewAgent", "text": "NEXT"}]
+    )
+    assert response.status_code == 200
+    assert statuses(production["run_id"]) == [("never", NEVER_IN_PRODUCTION), ("holds", None)]
+    snapshot = selectors.run_snapshot(run_id=production["run_id"], after=None)
+    assert [rule["status"] for rule in snapshot["handoffs"]] == ["never", "holds"]
+    # the same rules in development are only "not yet"
+    assert [status for status, _ in statuses(development["run_id"])] == ["not yet", "not yet"]
