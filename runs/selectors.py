@@ -60,7 +60,7 @@ def parse_seq(raw: str | None, *, name: str = "at") -> int | None:
     """Parse a ``?at=``/``?after=`` query value: None when absent, else a seq >= 0."""
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:  # not "¹" or "٣"
         raise BadRequest(f"{name}: must be a non-negative integer, got {raw[:40]!r}")
     return int(raw)
 

@@ -44,7 +44,18 @@ from .resolver import (
     resolve_json,
     resolve_system_message,
 )
-from .state import Applied, EventError, RunState, SeqError, context_set_problem, replay
+from .state import (
+    RUN_ENDED_STATUSES,
+    RUN_TRANSITIONS,
+    Applied,
+    EventError,
+    RunEnded,
+    RunState,
+    SeqError,
+    context_set_problem,
+    replay,
+    run_status_problem,
+)
 
 __all__ = [
     "BASE_FLAGS",
@@ -53,7 +64,9 @@ __all__ = [
     "JSON_MAX_DEPTH",
     "PREVIEW_MAX_CHARS",
     "REDACTED_MARKER",
+    "RUN_ENDED_STATUSES",
     "RUN_STATUSES",
+    "RUN_TRANSITIONS",
     "SERVER_ENV_VARS",
     "TEXT_MAX_CHARS",
     "TRIGGER_LOADERS",
@@ -69,6 +82,7 @@ __all__ = [
     "LintIssue",
     "Lookup",
     "Resolution",
+    "RunEnded",
     "RunState",
     "SeqError",
     "TemplateError",
@@ -96,6 +110,7 @@ __all__ = [
     "resolve",
     "resolve_json",
     "resolve_system_message",
+    "run_status_problem",
     "validate_condition",
     "validate_event",
 ]

@@ -10,6 +10,11 @@ A run knows its environment (DESIGN.md §4): in production no environment variab
 is ever in its context, neither from the base context (dropped at construction) nor from a
 ``context_set`` (refused). ``context_set`` may only set a database variable, or an environment
 variable outside production, to a value of its declared type (``context_set_problem``).
+
+The run lifecycle (DESIGN.md §4) is ``RUN_TRANSITIONS``, checked by ``run_status_problem``: a
+run is ``running`` or ``paused`` (either way, any number of times) until a ``run_status`` of
+``completed``, ``failed`` or ``cancelled`` ends it; an ended run takes no event at all
+(``RunEnded``) and is never reopened.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 from .config import ConfigInput, load_config
 from .derived import DerivedContextManager, Flip
-from .events import event_sender, validate_event
+from .events import RUN_STATUSES, event_sender, validate_event
 from .format import (
     BASE_FLAGS,
     ENVIRONMENTS,
@@ -38,15 +43,27 @@ from .paths import drill
 
 __all__ = [
     "NAMESPACES",
+    "RUN_ENDED_STATUSES",
+    "RUN_TRANSITIONS",
     "Applied",
     "EventError",
+    "RunEnded",
     "RunState",
     "SeqError",
     "context_set_problem",
     "replay",
+    "run_status_problem",
 ]
 
 NAMESPACES = ("context", "nodes", "execution")
+
+# The run lifecycle: running <-> paused -> completed | failed | cancelled. A status may repeat
+# while the run lives (a no-op); an ended run has no way out.
+RUN_ENDED_STATUSES = frozenset({"completed", "failed", "cancelled"})
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    status: (frozenset() if status in RUN_ENDED_STATUSES else frozenset(RUN_STATUSES))
+    for status in RUN_STATUSES
+}
 
 
 class EventError(ValueError):
@@ -64,6 +81,21 @@ class SeqError(EventError):
         self.expected = expected
         self.got = got
         super().__init__([f"seq: expected {expected}, got {got}"])
+
+
+class RunEnded(EventError):
+    """An event for a run that has ended: it takes no more (``status`` is how it ended)."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+        super().__init__([f"run_status: the run has ended ({status}): it takes no more events"])
+
+
+def run_status_problem(current: str, new: str) -> str | None:
+    """Say why a run in status ``current`` cannot move to ``new`` (None when it may)."""
+    if new in RUN_TRANSITIONS.get(current, frozenset()):
+        return None
+    return f"status: a {current} run cannot become {new}"
 
 
 @dataclass(frozen=True)
@@ -225,6 +257,11 @@ class RunState:
 
     # -- events ------------------------------------------------------------------------------
     @property
+    def ended(self) -> bool:
+        """Whether a ``run_status`` has ended the run (it then takes no more events)."""
+        return self.execution["status"] in RUN_ENDED_STATUSES
+
+    @property
     def last_seq(self) -> int:
         last: int = self.execution["last_seq"]
         return last
@@ -234,12 +271,18 @@ class RunState:
         problems = validate_event(event)
         if problems:
             return problems
+        if self.ended:
+            return RunEnded(self.execution["status"]).problems
         if "seq" in event and event["seq"] != self.last_seq + 1:
             return [f"seq: expected {self.last_seq + 1}, got {event['seq']}"]
         if event["type"] == "context_set":
             problem = context_set_problem(
                 self._config, event["name"], event["value"], environment=self.environment
             )
+            if problem:
+                return [problem]
+        if event["type"] == "run_status":
+            problem = run_status_problem(self.execution["status"], event["status"])
             if problem:
                 return [problem]
         if event["type"] == "handoff" and "rule" in event:
@@ -261,6 +304,8 @@ class RunState:
         """Fold one event into the state; raise ``EventError`` (``SeqError``) if it cannot apply."""
         problems = self.problems(event)
         if problems:
+            if self.ended and problems == RunEnded(self.execution["status"]).problems:
+                raise RunEnded(self.execution["status"])
             if "seq" in event and problems[0].startswith("seq: expected"):
                 raise SeqError(expected=self.last_seq + 1, got=event["seq"])
             raise EventError(problems)

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs import selectors
-from runs.engine import EventError, RunState, validate_event
+from runs.engine import EventError, RunEnded, RunState, validate_event
 from runs.engine.format import ContextVariablesFile, run_id_valid
 from runs.errors import BadRequest, Conflict
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
@@ -68,11 +68,21 @@ def _problems_raise(index: int, problems: list[str]) -> NoReturn:
     raise BadRequest(f"events[{index}].{problems[0]}", problems=problems, index=index)
 
 
+def _ended_raise(run: Run, index: int, status: str) -> NoReturn:
+    """A new event for an ended run (the engine's lifecycle rule): 409 naming its status."""
+    raise Conflict(
+        f"events[{index}]: run {run.pk} has ended ({status}): it takes no more events",
+        run_status=status,
+        index=index,
+    )
+
+
 def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> IngestResult:
     """Append events to a run's log, derive flips, commit, then broadcast.
 
-    A seq already stored with the same payload is acknowledged again (retries are safe); with
-    another payload, or a gap, the batch is refused with 409.
+    A seq already stored with the same payload is acknowledged again (retries are safe), also
+    after the run ended; with another payload, a gap, or any new event for an ended run
+    (``RunState``'s lifecycle rule), the batch is refused with 409.
     """
     events = _events_shape_check(events)
     with transaction.atomic():
@@ -124,6 +134,8 @@ def _batch_apply(run: Run, events: list[dict[str, Any]]) -> tuple[IngestResult, 
             problems = validate_event(event)
             if problems:
                 _problems_raise(index, problems)
+            if seq > expected and state.ended:
+                _ended_raise(run, index, state.execution["status"])
             if seq > expected:
                 raise Conflict(
                     f"events[{index}].seq: gap: got seq {seq}, expected {expected}",
@@ -173,6 +185,8 @@ def _event_apply(
     """Apply one new event (the engine validates it) and add what it stores and answers."""
     try:
         applied = state.apply(event)
+    except RunEnded as exc:
+        _ended_raise(run, index, exc.status)
     except EventError as exc:  # e.g. context_set of an undeclared variable
         _problems_raise(index, exc.problems)
     seq = applied.seq

@@ -17,7 +17,13 @@ from django.db import IntegrityError, transaction
 
 from contextadmin.models import Workflow
 from contextadmin.selectors import VersionNotFound, workflow_published_config
-from runs.engine import ContextError, RunState, build_context, context_from_supplied
+from runs.engine import (
+    RUN_ENDED_STATUSES,
+    ContextError,
+    RunState,
+    build_context,
+    context_from_supplied,
+)
 from runs.engine.format import (
     ENTERPRISE_ID_MAX_CHARS,
     ENVIRONMENTS,
@@ -37,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["RUN_ID_PATTERN", "TERMINAL_STATUSES", "StartedRun", "run_start"]
 CONTEXT_MAX_BYTES = 256 * 1024
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_STATUSES = RUN_ENDED_STATUSES  # the engine's lifecycle rule (runs.engine.state)
 
 
 def _supplied_context_check(context: Any) -> dict[str, Any]:

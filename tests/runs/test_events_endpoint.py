@@ -86,7 +86,7 @@ CASES = [
     ("a gap is 409", batch(3), "good", JSON, True, 409),
     ("no token is 401", batch(1), "none", JSON, True, 401),
     ("a wrong token is 401", batch(1), "bad", JSON, True, 401),
-    ("a token of another workflow is 403", batch(1), "scoped", JSON, True, 403),
+    ("a run of another workflow is 404, as an unknown run", batch(1), "scoped", JSON, True, 404),
     ("a form body is 415", b"events=1", "good", "application/x-www-form-urlencoded", True, 415),
     ("broken JSON is 400", b'{"events": [', "good", JSON, True, 400),
     ("a JSON array is 400", b"[]", "good", JSON, True, 400),

@@ -163,11 +163,23 @@ def test_odd_socket_paths_and_queries_get_an_error_message(site):
     run_id, secret = site["run_id"], site["secret"]
     odd_ids = ["a%00b", "%ED%A0%80", "x" * 5000, "..", "%2e%2e", "<script>"]
     cases = [
-        *((f"/ws/runs/{run_id}/?after={after}", [ORIGIN, cookie], "after")
-          for after in ("-1", "9" * 40, "%00", "1.5", "abc", "%ff")),
-        *((f"/ws/runs/{odd}/", [ORIGIN, cookie], "run_id") for odd in odd_ids),
-        *((f"/ws/ingest/{odd}/?token={secret}", [], "run_id") for odd in odd_ids),
+        (f"/ws/runs/{run_id}/?after={after}", [ORIGIN, cookie], "after")
+        for after in ("-1", "9" * 40, "%00", "1.5", "abc", "%ff")
     ]
     for path, headers, field in cases:
         message = async_to_sync(_refused_with_a_message)(site, path, headers)
         assert message["type"] == "error" and message["error"].startswith(field), (path, message)
+    # a run id that breaks the run-id rule has no route: refused at the handshake
+    # (tests/security/test_socket_paths.py checks the same on a real Daphne)
+    for path, headers in [
+        *((f"/ws/runs/{odd}/", [ORIGIN, cookie]) for odd in odd_ids),
+        *((f"/ws/ingest/{odd}/?token={secret}", []) for odd in odd_ids),
+    ]:
+        assert not async_to_sync(_handshake)(path, headers), path
+
+
+async def _handshake(path: str, headers: list) -> bool:
+    comm = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await comm.connect()
+    await comm.disconnect()
+    return connected
