@@ -1,0 +1,116 @@
+"""The README's own commands: ``scripts/run`` starts, serves ``/`` (the front page, sending an
+anonymous visitor to the login page), and stops cleanly — on Ctrl-C (SIGINT to the terminal's
+process group) and on a SIGTERM to the script alone — with nothing it started left running.
+The second-terminal command runs against whatever port the script was given."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import PROJECT, free_port, wait_for_port
+
+pytestmark = pytest.mark.slow
+
+
+def pids_in_group(pgid: int) -> list[int]:
+    """Every live process of a process group (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":  # state, ppid, pgrp
+            found.append(int(entry.name))
+    return found
+
+
+def port_open(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start(tmp_path: Path) -> tuple[subprocess.Popen, int, int, dict[str, str]]:
+    port, mongo_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "DJANGO_SETTINGS", "MONGODB_URI", "REDIS_URL"))}
+    env.update(
+        HOST="127.0.0.1", PORT=str(port), MONGO_PORT=str(mongo_port),
+        CONTEXTADMIN_VAR=str(tmp_path / "var"),
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        DJANGO_SUPERUSER_USERNAME="admin", DJANGO_SUPERUSER_PASSWORD="readme-pw-4821",
+        PYTHONUNBUFFERED="1",
+    )
+    script = subprocess.Popen(  # its own process group, as a terminal gives a foreground job
+        [str(PROJECT / "scripts" / "run")], cwd=PROJECT, env=env, start_new_session=True,
+        stdout=open(tmp_path / "run.log", "w"), stderr=subprocess.STDOUT,  # noqa: SIM115
+    )
+    wait_for_port(port, timeout=120, process=script)
+    return script, port, mongo_port, env
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def front_page_status(port: int) -> tuple[int, str]:
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(f"http://127.0.0.1:{port}/", timeout=10) as response:
+            return response.status, ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Location", "")
+
+
+def stopped(script: subprocess.Popen, ports: tuple[int, ...], *, timeout: float = 30) -> int:
+    code = script.wait(timeout=timeout)
+    deadline = time.monotonic() + 10
+    while pids_in_group(script.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pids_in_group(script.pid) == [], "processes of scripts/run are still running"
+    assert not any(port_open(port) for port in ports), "a port is still served"
+    return code
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_scripts_run_serves_the_front_page_and_stops_everything(tmp_path, how):
+    script, port, mongo_port, env = start(tmp_path)
+    try:
+        assert port_open(mongo_port)  # it started nx-27017 too
+        status, location = front_page_status(port)
+        assert status == 302 and location.startswith("/admin/login/?next=/"), (status, location)
+        log = (tmp_path / "run.log").read_text()
+        assert f"demo_ag2 --url http://127.0.0.1:{port}" in log  # the second terminal's line
+        if how == "ctrl-c":  # the README's second-terminal command, on this (not 8000) port
+            demo = subprocess.run(
+                ["bash", "-c", '.venv/bin/python manage.py demo_ag2 --url '
+                 '"http://127.0.0.1:${PORT:-8000}"'],
+                cwd=PROJECT, env=env, capture_output=True, text=True, timeout=180,
+            )
+            assert demo.returncode == 0, demo.stdout + demo.stderr
+            assert f"http://127.0.0.1:{port}/runs/" in demo.stdout + demo.stderr
+        if how == "ctrl-c":
+            os.killpg(script.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        else:
+            script.send_signal(signal.SIGTERM)  # to the script alone: it forwards it
+        code = stopped(script, (port, mongo_port))
+        assert code in (130, 143), code
+    finally:
+        if script.poll() is None or pids_in_group(script.pid):
+            os.killpg(script.pid, signal.SIGKILL)
+            script.wait()
