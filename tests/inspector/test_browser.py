@@ -83,7 +83,9 @@ def test_a_flip_appears_live_while_simulate_run_posts_events(page, live, tmp_pat
         assert page.evaluate("window.__sameDocument") is True  # no reload happened
         output, _ = simulate.communicate(timeout=30)
         assert simulate.returncode == 0, output
-        expect(page.locator("#stream > li")).to_have_count(len(script))
+        # simulate_run ends the run (completed) when the file does not
+        expect(page.locator("#stream > li")).to_have_count(len(script) + 1)
+        expect(page.locator("#run-status")).to_have_text("completed")
         provenance.get_by_role("link", name=f"at #{flip_seq}").click()
         expect(page.locator(f"#event-{flip_seq}")).to_have_class("ev ev-agent_text target")
     finally:

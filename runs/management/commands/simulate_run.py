@@ -28,6 +28,11 @@ class Command(BaseCommand):
         parser.add_argument("--run-id")
         parser.add_argument("--environment", choices=["development", "production"])
         parser.add_argument(
+            "--no-complete",
+            action="store_true",
+            help="leave the run open when the file does not end it (default: end it completed)",
+        )
+        parser.add_argument(
             "--token",
             help=f"an API token (default: the token {DEMO_TOKEN_NAME!r} of this database, "
             "created once and reused)",
@@ -35,6 +40,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         events = self._read_events(options["events"])
+        ends = bool(events) and events[-1]["type"] == "run_status" and events[-1].get(
+            "status"
+        ) in ("completed", "failed", "cancelled")
+        if not ends and not options["no_complete"]:  # a demo run that ends, as real ones do
+            events.append({"type": "run_status", "status": "completed"})
         token = options["token"] or self._local_token()
         reporter = RunReporter(options["url"], token, batch_size=1 if options["delay"] else 100)
         try:
