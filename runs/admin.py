@@ -1,5 +1,6 @@
-from django.contrib import admin, messages
-from django.http import HttpRequest
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -66,11 +67,27 @@ class ApiTokenAdmin(admin.ModelAdmin):
             token.created_at,
         )
         obj._state.adding = False
-        messages.warning(
+        obj._secret = secret  # for response_add, on this request's object only
+
+    def response_add(self, request, obj, post_url_continue=None) -> HttpResponse:
+        """Show the new token's secret in the answer to the POST that created it: never in
+        the session, the messages cookie or a redirect, so it travels once, in this body."""
+        secret = getattr(obj, "_secret", None)
+        if secret is None:
+            return super().response_add(request, obj, post_url_continue)
+        response = TemplateResponse(
             request,
-            f"Secret of token {token.name!r}: {secret} — copy it now: "
-            "it is stored hashed and not shown again.",
+            "admin/runs/apitoken/secret.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "token": obj,
+                "secret": secret,
+                "title": f"Token {obj.name} created",
+            },
         )
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):

@@ -186,17 +186,32 @@ def test_export_with_a_token_scoped_or_not(site, client):
     assert basic.status_code == 401
 
 
-def test_a_created_token_secret_is_shown_once(site, django_user_model):
+def test_a_created_token_secret_is_shown_once(site, django_user_model, caplog):
+    caplog.set_level(logging.DEBUG)
     django_user_model.objects.create_user("op", password="pw-12345678", is_staff=True,
                                           is_superuser=True)
     admin = as_user(django_user_model, "op")
-    response = admin.post("/admin/runs/apitoken/add/", {"name": "ci", "workflow": ""}, follow=True)
-    shown = re.search(r"ca_[0-9a-f]{8}_[A-Za-z0-9_-]{20,100}", response.content.decode())
+    response = admin.post("/admin/runs/apitoken/add/", {"name": "ci", "workflow": ""})
+    # the answer to the POST itself shows it (no redirect to a page that reads it back)
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+    body = response.content.decode()
+    shown = re.search(r"ca_[0-9a-f]{8}_[A-Za-z0-9_-]{20,100}", body)
     assert shown, "the secret is shown once, right after creation"
+    secret = shown.group(0)
+    assert body.count(secret) == 1
+    # never in a cookie: no Set-Cookie carries it (no messages cookie at all), nor the session
+    assert "messages" not in response.cookies
+    for morsel in response.cookies.values():
+        assert secret not in morsel.OutputString()
+    assert all(secret not in str(value) for value in admin.session.values())
     token = ApiToken.objects.get(name="ci")
-    for url in ("/admin/runs/apitoken/", f"/admin/runs/apitoken/{token.pk}/change/"):
-        assert shown.group(0) not in admin.get(url).content.decode()
-    assert tokens.api_token_authenticate(secret=shown.group(0)) == token
+    for url in ("/admin/runs/apitoken/", f"/admin/runs/apitoken/{token.pk}/change/", "/admin/"):
+        later = admin.get(url)
+        assert secret not in later.content.decode()
+        assert all(secret not in morsel.value for morsel in admin.cookies.values()), url
+        assert all(secret not in morsel.OutputString() for morsel in later.cookies.values())
+    assert secret not in caplog.text
+    assert tokens.api_token_authenticate(secret=secret) == token
 
 
 # -- sockets ---------------------------------------------------------------------------------------
