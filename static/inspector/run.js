@@ -125,6 +125,12 @@ function render() {
   if (view.live) resolveSoon();
 }
 
+/** "2026-01-31 12:00:05 UTC", as the server renders the start time. */
+function utcText(iso) {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? "—" : `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
 function renderLifecycle() {
   const run = { ...model.run, status: model.status };
   const staleAfterS = page.stale_after_s;
@@ -134,8 +140,8 @@ function renderLifecycle() {
     ? `running, but no event for more than ${staleAfterS} s (RUNS_STALE_AFTER_S)` : "";
   $("run-duration").textContent = runDuration(run);
   const last = run.last_event_at;
-  $("run-last-event").textContent = last && model.lastSeq ? new Date(last).toLocaleString() : "—";
-  $("run-ended").textContent = run.ended_at ? new Date(run.ended_at).toLocaleString() : "not yet";
+  $("run-last-event").textContent = last && model.lastSeq ? utcText(last) : "—";
+  $("run-ended").textContent = run.ended_at ? utcText(run.ended_at) : "not yet";
 }
 setInterval(renderLifecycle, 5000); // the duration and the stale marker move with the clock
 

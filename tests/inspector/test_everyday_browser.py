@@ -236,3 +236,21 @@ def test_dark_mode_follows_the_system_and_the_admins_theme(page, live):
     assert bg_variable(page) == "#f6f7f9"
     page.evaluate("localStorage.removeItem('theme')")
     page.screenshot(path=str(live.workdir / "front-dark.png"))
+
+
+def test_screenshots_of_the_front_page_and_the_runs_list(page, live):
+    from tests.inspector.conftest import OUTPUT
+
+    OUTPUT.mkdir(exist_ok=True)
+    reporter = live.reporter(enterprise_id="screenshot")
+    for event in demo_events()[:4]:
+        reporter.event(**event)
+    page.goto("/")
+    expect(page.locator(f'#live-runs li[data-run-id="{reporter.run_id}"]')).to_be_visible()
+    page.screenshot(path=str(OUTPUT / "front-page.png"), full_page=True)
+    page.goto("/runs/")
+    expect(page.locator("#run-rows > tr").first).to_be_visible()
+    page.screenshot(path=str(OUTPUT / "runs-list.png"))
+    open_run(page, reporter.run_id)
+    page.locator(".page-head").screenshot(path=str(OUTPUT / "run-head.png"))
+    page.locator(".run-meta").screenshot(path=str(OUTPUT / "run-meta.png"))
