@@ -8,7 +8,12 @@ presents the Django session of a staff user, where the caller allows sessions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user
 
 from runs import ratelimit
 from runs.errors import Forbidden, RateLimited, Unauthorized
@@ -54,6 +59,19 @@ def authenticate(
     if session_allowed:
         raise Unauthorized("authentication required: a Bearer token, or log in as a staff user")
     raise Unauthorized("Authorization: a Bearer token is required")
+
+
+def staff_session_check(*, session_key: str | None) -> Caller:
+    """Re-read a session and its user now (an open inspector socket's, every second): raise
+    Unauthorized when the session is gone (logged out, deleted, expired, flushed) or its user
+    is inactive or changed their password, Forbidden when the user is no longer staff.
+
+    The same reads as a new request's (``django.contrib.auth.get_user``: the session's user,
+    the backend's ``user_can_authenticate``, the password hash the session was made with).
+    """
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    user = get_user(SimpleNamespace(session=store))  # type: ignore[arg-type]
+    return authenticate(authorization=None, user=user, session_allowed=True)
 
 
 def token_rate_check(*, token: ApiToken) -> None:

@@ -19,7 +19,7 @@ from django.conf import settings
 
 from runs import ratelimit, selectors
 from runs.api import json_decode
-from runs.auth import authenticate
+from runs.auth import authenticate, staff_session_check
 from runs.batching import IngestBatcher, error_message
 from runs.db import pool_sync_to_async
 from runs.errors import ApiError, BadRequest, RateLimited, Unauthorized
@@ -39,6 +39,7 @@ CLOSE_TOO_MANY = 4429
 CLOSE_CODES = {401: CLOSE_UNAUTHORIZED, 403: CLOSE_FORBIDDEN, 404: CLOSE_NOT_FOUND,
                429: CLOSE_TOO_MANY}
 TOKEN_RECHECK_S = 1.0  # an open ingest socket notices a revoked token within this long
+SESSION_RECHECK_S = 1.0  # an open inspector socket notices a lost session within this long
 PING_MAX_CHARS = 200
 
 
@@ -65,7 +66,45 @@ class RefusedSocket(AsyncWebsocketConsumer):
         await self.close()
 
 
-class RunConsumer(AsyncWebsocketConsumer):
+class StaffSocket(AsyncWebsocketConsumer):
+    """An inspector socket: a staff session at connect, and still one before anything more is
+    sent, re-read at most every SESSION_RECHECK_S (as ingest sockets re-read their token).
+
+    Logging out, a deleted or flushed session, an inactive user, a password change (4401) or
+    a user no longer staff (4403) closes the socket before its next message.
+    """
+
+    session_checked_at = 0.0
+    session_lost = False
+
+    def _session_admitted(self) -> bool:
+        """At connect: the session's user as the middleware read it."""
+        try:
+            _staff_check(self.scope)
+        except ApiError:
+            return False
+        self.session_checked_at = time.monotonic()
+        return True
+
+    async def _session_live(self) -> bool:
+        """Whether the session may still be sent to; if not, close (once) and say so."""
+        if self.session_lost:
+            return False
+        now = time.monotonic()
+        if now - self.session_checked_at < SESSION_RECHECK_S:
+            return True
+        self.session_checked_at = now
+        key = getattr(self.scope.get("session"), "session_key", None)
+        try:
+            await database_sync_to_async(staff_session_check)(session_key=key)
+        except ApiError as exc:
+            self.session_lost = True
+            await self.close(code=CLOSE_CODES.get(exc.status, CLOSE_FORBIDDEN))
+            return False
+        return True
+
+
+class RunConsumer(StaffSocket):
     """``/ws/runs/<run_id>/?after=<seq>``: snapshot, then every later event exactly once.
 
     It joins the run's group *before* reading the log: anything committed from then on
@@ -78,9 +117,7 @@ class RunConsumer(AsyncWebsocketConsumer):
     group: str | None = None
 
     async def connect(self) -> None:
-        try:
-            _staff_check(self.scope)
-        except ApiError:
+        if not self._session_admitted():
             await self.close(code=CLOSE_FORBIDDEN)
             return
         run_id: str = self.scope["url_route"]["kwargs"]["run_id"]
@@ -124,28 +161,28 @@ class RunConsumer(AsyncWebsocketConsumer):
         ignored (so this is not a JSON consumer: no frame can close the socket)."""
         if self.stream is None or not text_data or len(text_data) >= PING_MAX_CHARS:
             return
-        if '"ping"' in text_data:
+        if '"ping"' in text_data and await self._session_live():
             seq = await self.stream.ping()
             await self.send(text_data=selectors.json_text({"type": "pong", "seq": seq}))
 
     async def run_events(self, message: dict[str, Any]) -> None:
         """A batch's events, from ingest (``run.events``)."""
-        if self.stream is not None:
+        if self.stream is not None and await self._session_live():
             await self.stream.deliver(message["items"])
 
     async def _send_text(self, text: str) -> None:
-        await self.send(text_data=text)
+        """Everything the stream sends (live, catch-up, resync) goes through the session check."""
+        if await self._session_live():
+            await self.send(text_data=text)
 
 
-class RunListConsumer(AsyncWebsocketConsumer):
+class RunListConsumer(StaffSocket):
     """``/ws/runs/``: a message whenever a run starts or changes."""
 
     joined = False
 
     async def connect(self) -> None:
-        try:
-            _staff_check(self.scope)
-        except ApiError:
+        if not self._session_admitted():
             await self.close(code=CLOSE_FORBIDDEN)
             return
         await self.accept()
@@ -158,7 +195,8 @@ class RunListConsumer(AsyncWebsocketConsumer):
 
     async def runs_run(self, message: dict[str, Any]) -> None:
         """A run started or changed (``runs.run``)."""
-        await self.send(text_data=message["text"])
+        if await self._session_live():
+            await self.send(text_data=message["text"])
 
 
 class IngestConsumer(AsyncJsonWebsocketConsumer):
