@@ -56,6 +56,7 @@ INSPECTOR_CONSTANTS = {
     "namespaces": NAMESPACES,
     "environments": ENVIRONMENTS,
     "event_types": EVENT_TYPES,
+    "base_flags": BASE_FLAGS,  # name -> environment variable: every run's, declared or not
 }
 
 

@@ -58,11 +58,12 @@ function sourceCell(name, entry, category, { flips, sets, onJump }) {
 
 /**
  * Render the context grouped by category.
- * view: { context, provenance, flips, sets, variables, onJump, changed:Set, categories }
+ * view: { context, provenance, flips, sets, variables, onJump, changed:Set, categories, baseFlags }
  * categories: the server's order of provenance categories (runs.views.CATEGORY_ORDER).
  */
 export function renderContext(container, view) {
   const { context, provenance, variables, categories } = view;
+  const baseFlags = view.baseFlags || {}; // the engine's BASE_FLAGS: name -> environment variable
   const names = new Set([...Object.keys(provenance), ...Object.keys(context)]);
   const groups = new Map(categories.map((c) => [c, []]));
   for (const name of names) {
@@ -87,10 +88,11 @@ export function renderContext(container, view) {
     });
     tables.push(el("table", { class: `context context-${category}` },
       el("caption", {}, TITLES[category] || category,
-        category === "base" ? el("span", { class: "caption-note muted" },
-          " — every run has these, declared or not: seed 000's minimal base (enterprise_id, "
-          + "workflow_name) and its base flags (context_aware, monetization_enabled), read from "
-          + "$CONTEXT_AWARE and $MONETIZATION_ENABLED") : null),
+        category === "base" && members.some((name) => Object.hasOwn(baseFlags, name))
+          ? el("span", { class: "caption-note muted" },
+            " — every run has these, declared or not: seed 000's minimal base gives each run "
+            + `its base flags (${Object.entries(baseFlags).map(([name, env]) => `${name} from $${env}`).join(", ")})`)
+          : null),
       el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "Value"), el("th", {}, "Source"))),
       el("tbody", {}, rows)));
   }

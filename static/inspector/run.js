@@ -16,7 +16,7 @@ import { readState, writeState } from "./urlstate.js";
 const root = document.getElementById("inspector");
 const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
 const page = jsonScript("page-data");
-const { categories, namespaces, event_types: eventTypes } = page.constants;
+const { categories, namespaces, event_types: eventTypes, base_flags: baseFlags } = page.constants;
 const $ = (id) => document.getElementById(id);
 
 const model = {
@@ -99,7 +99,7 @@ function render() {
 
   renderContext($("context"), {
     context: current.context, provenance: current.provenance, flips: current.flips, sets: current.sets,
-    variables: page.variables, onJump: jump, changed: view.live ? model.changed : null, categories,
+    variables: page.variables, onJump: jump, changed: view.live ? model.changed : null, categories, baseFlags,
   });
   model.changed.clear();
 

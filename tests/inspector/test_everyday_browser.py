@@ -254,3 +254,32 @@ def test_screenshots_of_the_front_page_and_the_runs_list(page, live):
     open_run(page, reporter.run_id)
     page.locator(".page-head").screenshot(path=str(OUTPUT / "run-head.png"))
     page.locator(".run-meta").screenshot(path=str(OUTPUT / "run-meta.png"))
+
+
+def test_the_demo_a_newcomer_gets_completes_and_makes_the_docs_screenshots(page, live):
+    """README's second terminal: demo_ag2 runs the GeneratorChat demo (hand-offs, a tool call,
+    three flags) and ends completed. The screenshots land in test-output/; with
+    CONTEXTADMIN_DOCS_SCREENSHOTS=1 the run page replaces docs/inspector.png, so the README's
+    picture is the run a newcomer's demo_ag2 makes. (The front page stays in test-output/: this
+    server also holds the tests' Routed workflow, which a newcomer does not have.)"""
+    import os
+    import shutil
+
+    from tests.inspector.conftest import OUTPUT, PROJECT
+
+    page.goto("/")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    demo = manage(live.env, "demo_ag2", "--url", live.url,
+                  "--token-file", str(live.workdir / "demo.token"))
+    run_id = re.search(r"/runs/([A-Za-z0-9_-]+)/", demo.stdout + demo.stderr).group(1)
+    page.goto("/")
+    expect(page.locator('#workflows tr[data-workflow="GeneratorChat"] .last-run')).to_contain_text(
+        "completed")
+    OUTPUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUTPUT / "front-page-demo.png"), full_page=True)
+    open_run(page, run_id)
+    expect(page.locator("#run-status")).to_have_text("completed")
+    expect(page.locator("#graph g.edge.taken").first).to_be_visible()
+    page.screenshot(path=str(OUTPUT / "run-page-demo.png"), full_page=True)
+    if os.environ.get("CONTEXTADMIN_DOCS_SCREENSHOTS") == "1":
+        shutil.copy(OUTPUT / "run-page-demo.png", PROJECT / "docs" / "inspector.png")

@@ -274,14 +274,18 @@ def page_data(response) -> dict:
         ("namespaces", ["context", "nodes", "execution"]),
         ("environments", ["development", "production"]),
         ("event_types", ["agent_text", "tool_response", "context_set", "run_status", "handoff"]),
+        ("base_flags", {"context_aware": "CONTEXT_AWARE",
+                        "monetization_enabled": "MONETIZATION_ENABLED"}),
     ],
 )
 def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expected):
     from runs.engine import EVENT_TYPES
     from runs.engine.format import CATEGORIES, ENVIRONMENTS
+    from runs.engine.loader import BASE_FLAGS
     from runs.engine.state import NAMESPACES
 
     owned = {
+        "base_flags": dict(BASE_FLAGS),
         "categories": ["base", *CATEGORIES, "supplied"],
         "namespaces": list(NAMESPACES),
         "environments": list(ENVIRONMENTS),
