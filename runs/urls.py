@@ -17,6 +17,7 @@ urlpatterns = [
     path("runs/", views.run_list, name="runs-list"),
     path("runs/<str:run_id>/", views.run_detail, name="runs-detail"),
     path("api/runs/<str:run_id>/resolve/", views.run_resolve, name="runs-resolve"),
+    path("api/runs/<str:run_id>/version/", views.run_version, name="runs-version"),
     path("workflows/<str:name>/preview/", views.workflow_preview, name="runs-workflow-preview"),
     path("workflows/<str:name>/preview/fetch/", views.workflow_fetch, name="runs-workflow-fetch"),
 ]

@@ -186,6 +186,13 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     )
 
 
+@staff_json
+def run_version(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    """GET /api/runs/<id>/version/ — the version the run pinned and the one published now
+    (the run page re-reads it to keep its "outdated" badge current)."""
+    return _run_version(selectors.run_get(run_id=run_id))
+
+
 def _run_version(run: Run) -> dict[str, Any]:
     """The version the run pinned, a link to it in the workflow's History, and whether a newer
     version is published now (the run keeps the one it started with)."""

@@ -35,6 +35,10 @@ def test_a_run_shows_its_version_and_outdated_once_a_newer_one_is_published(page
     document.write_text(json.dumps(changed))
     manage(live.env, "import_context", str(document), "--workflow", workflow, "--replace")
 
+    # the open page learns it without a reload (it re-reads the version when shown again,
+    # and every 30 s)
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(page.locator("#run-outdated")).to_have_text("outdated: version 2 is published")
     page.reload()
     link = version.locator("#run-version-link")
     expect(link).to_have_text("version 1")

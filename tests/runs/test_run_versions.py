@@ -87,6 +87,25 @@ def test_the_run_page_links_its_version_and_says_when_it_is_outdated(
     assert staff_client.get(f"{history}?to=1").status_code == 200
 
 
+def test_the_run_version_endpoint_answers_staff_only(
+    staff_client: Client, client: Client, generator: Workflow
+) -> None:
+    run = run_start(workflow_name="Generator", enterprise_id="acme").run
+    url = reverse("runs-version", args=[run.pk])
+    assert staff_client.get(url).json() == {
+        "number": 1,
+        "url": reverse("admin:contextadmin_workflow_history", args=[generator.pk]) + "?to=1",
+        "published": 1,
+        "outdated": False,
+    }
+    publish(max_items=30)
+    assert staff_client.get(url).json()["outdated"] is True
+    assert staff_client.get(url).json()["published"] == 2
+    assert client.get(url).status_code == 401
+    missing = staff_client.get(reverse("runs-version", args=["nope"]))
+    assert missing.status_code == 404 and missing.json()["error"].startswith("run_id:")
+
+
 def test_an_unversioned_run_says_so(staff_client: Client, generator: Workflow) -> None:
     run = run_start(workflow_name="Generator", enterprise_id="acme").run
     Run.objects.filter(pk=run.pk).update(workflow_version=None)
