@@ -46,6 +46,9 @@ __all__ = [
     "ENV_VALUE_MAX_CHARS",
     "JSON_MAX_DEPTH",
     "MAX_CONDITION_LENGTH",
+    "NODE_DATA_MAX_BYTES",
+    "NODE_TEXT_MAX_CHARS",
+    "PATH_MAX_EDGES",
     "REDACTED_MARKER",
     "RESERVED_NAMES",
     "ROUTABLE_CATEGORIES",
@@ -56,6 +59,7 @@ __all__ = [
     "SECRET_ENV_REASON",
     "SERVER_ENV_REASON",
     "SERVER_ENV_VARS",
+    "STATE_MAX_NODES",
     "AgentTextTrigger",
     "AgentTurnCountTrigger",
     "ConditionError",
@@ -132,6 +136,13 @@ BASE_FLAGS: dict[str, str] = {
     "monetization_enabled": "MONETIZATION_ENABLED",
 }
 JSON_MAX_DEPTH = 64  # nesting of any JSON value the engine takes in (events, contexts, templates)
+# A run's state budget (runs/engine/state.py; docs/reliability.md "a run's state is bounded").
+# The state is rewritten after every batch, so it holds previews, never blobs: the full text of
+# every output stays in the event log (the node's "seq" says which event).
+NODE_TEXT_MAX_CHARS = 1_000  # an agent's last text kept in nodes; longer: a preview this long
+NODE_DATA_MAX_BYTES = 2_000  # a tool's last response (as JSON); larger: a preview this long
+STATE_MAX_NODES = 500  # distinct agents and tools a run's state tracks (nodes, visited agents)
+PATH_MAX_EDGES = 1_000  # hand-off edges kept in execution.path (the latest; each has its seq)
 ENV_VALUE_MAX_CHARS = 1_000  # seed 000: env vars are "small booleans or short scalars"
 ENV_NUMBER_MAX_CHARS = 100  # an integer/number literal longer than this is not a flag value
 

@@ -15,11 +15,21 @@ The run lifecycle (DESIGN.md §4) is ``RUN_TRANSITIONS``, checked by ``run_statu
 run is ``running`` or ``paused`` (either way, any number of times) until a ``run_status`` of
 ``completed``, ``failed`` or ``cancelled`` ends it; an ended run takes no event at all
 (``RunEnded``) and is never reopened.
+
+A run's state has a budget (the limits are in ``format.py``), because it is stored and rewritten
+after every batch: ``nodes`` keeps an agent's text up to ``NODE_TEXT_MAX_CHARS`` and a tool's
+response up to ``NODE_DATA_MAX_BYTES`` of JSON; a longer one is kept as a preview
+(``node_output``: ``{"text"|"preview", "truncated": true, "chars"|"bytes", "seq"}``), so
+``{{agent.text}}`` then resolves to the preview, and the full output is the event at ``seq`` in
+the log. At most ``STATE_MAX_NODES`` distinct agents and tools (an event bringing one more is
+refused), and the latest ``PATH_MAX_EDGES`` hand-off edges. Previews are a pure function of the
+event, so replay still rebuilds exactly the live state.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +40,11 @@ from .events import RUN_STATUSES, event_sender, validate_event
 from .format import (
     BASE_FLAGS,
     ENVIRONMENTS,
+    NODE_DATA_MAX_BYTES,
+    NODE_TEXT_MAX_CHARS,
+    PATH_MAX_EDGES,
     RESERVED_NAMES,
+    STATE_MAX_NODES,
     ContextVariablesFile,
     credential_value_reason,
     json_type_name,
@@ -51,6 +65,7 @@ __all__ = [
     "RunState",
     "SeqError",
     "context_set_problem",
+    "node_output",
     "replay",
     "run_status_problem",
 ]
@@ -81,6 +96,25 @@ class SeqError(EventError):
         self.expected = expected
         self.got = got
         super().__init__([f"seq: expected {expected}, got {got}"])
+
+
+def node_output(event: Mapping[str, Any], seq: int) -> Any:
+    """What ``nodes`` keeps of an agent_text or tool_response event: the output, or within
+    the state budget a preview of it (the full output is the event ``seq`` in the log)."""
+    if event["type"] == "agent_text":
+        text: str = event["text"]
+        if len(text) <= NODE_TEXT_MAX_CHARS:
+            return {"text": text}
+        return {"text": text[:NODE_TEXT_MAX_CHARS], "truncated": True, "chars": len(text),
+                "seq": seq}
+    data = event.get("data")
+    output = copy.deepcopy(data) if data is not None else {"status": event.get("status")}
+    encoded = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    size = len(encoded.encode())
+    if size <= NODE_DATA_MAX_BYTES:
+        return output
+    return {"preview": encoded[:NODE_DATA_MAX_BYTES], "truncated": True, "bytes": size,
+            "seq": seq}
 
 
 class RunEnded(EventError):
@@ -281,6 +315,16 @@ class RunState:
             )
             if problem:
                 return [problem]
+        node = _node_name(event)
+        if node is not None and node not in self.nodes and node not in self.execution[
+            "visited_agents"
+        ] and len(set(self.nodes) | set(self.execution["visited_agents"])) >= STATE_MAX_NODES:
+            field_ = "target" if event["type"] == "handoff" else (
+                "tool" if event["type"] == "tool_response" else "agent")
+            return [
+                f"{field_}: the run already tracks {STATE_MAX_NODES} agents and tools, at most "
+                f"{STATE_MAX_NODES} (STATE_MAX_NODES)"
+            ]
         if event["type"] == "run_status":
             problem = run_status_problem(self.execution["status"], event["status"])
             if problem:
@@ -322,13 +366,10 @@ class RunState:
             execution["current_agent"] = agent
             if agent not in execution["visited_agents"]:
                 execution["visited_agents"].append(agent)
-            self.nodes[agent] = {"text": event["text"]}
+            self.nodes[agent] = node_output(event, seq)
             flips = self._observe(event, counts)
         elif type_ == "tool_response":
-            data = event.get("data")
-            self.nodes[event["tool"]] = (
-                copy.deepcopy(data) if data is not None else {"status": event.get("status")}
-            )
+            self.nodes[event["tool"]] = node_output(event, seq)
             flips = self._observe(event, execution["turn_counts"])
         elif type_ == "context_set":
             name, new = event["name"], copy.deepcopy(event["value"])
@@ -343,6 +384,8 @@ class RunState:
             execution["path"].append(
                 {"source": source, "target": target, "rule": event.get("rule"), "seq": seq}
             )
+            if len(execution["path"]) > PATH_MAX_EDGES:  # the latest edges; each has its seq
+                del execution["path"][: len(execution["path"]) - PATH_MAX_EDGES]
             execution["current_agent"] = target
             if target not in execution["visited_agents"]:
                 execution["visited_agents"].append(target)
@@ -394,6 +437,20 @@ class RunState:
         }
         state.flips = copy.deepcopy(list(data.get("flips") or []))
         return state
+
+
+def _node_name(event: Mapping[str, Any]) -> str | None:
+    """The agent or tool an event adds to the state's nodes or visited agents, if any."""
+    type_ = event["type"]
+    if type_ == "agent_text":
+        return event_sender(event)
+    if type_ == "tool_response":
+        tool: str = event["tool"]
+        return tool
+    if type_ == "handoff":
+        target: str = event["target"]
+        return target
+    return None
 
 
 def replay(

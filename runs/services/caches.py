@@ -7,6 +7,7 @@ several processes, or a restart, never disagree about a run.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +17,11 @@ from runs.engine.format import ContextVariablesFile, parse_config
 from runs.models import Run
 
 CONFIGS_MAX = 256
-LIVE_STATES_MAX = 1024
+# The live states kept between batches, bounded by their size as stored (JSON bytes), not
+# their number: a state is at most about 1 MB (the engine's budget, docs/reliability.md), so
+# this keeps the 64 runs ingested longest ago at worst and thousands of ordinary ones. The
+# least recently kept leaves first; a state bigger than the whole budget is not kept.
+LIVE_STATES_MAX_BYTES = 64 * 1024 * 1024
 
 _configs_by_hash: dict[str, ContextVariablesFile] = {}
 
@@ -36,7 +41,9 @@ def run_config(run: Run) -> ContextVariablesFile:
     return config
 
 
-_live_states: dict[str, tuple[Any, int, str, RunState]] = {}
+_live_states: dict[str, tuple[Any, int, str, RunState, int]] = {}  # pk -> key, state, bytes
+_live_bytes = 0
+_live_lock = threading.Lock()
 
 
 def live_state_take(run: Run) -> RunState:
@@ -46,17 +53,35 @@ def live_state_take(run: Run) -> RunState:
     The caller owns the returned state (it leaves the cache): a batch that fails half-way
     cannot leave a half-applied state behind. ``live_state_keep`` puts it back after commit.
     """
-    kept = _live_states.pop(run.pk, None)
+    global _live_bytes
+    with _live_lock:
+        kept = _live_states.pop(run.pk, None)
+        if kept is not None:
+            _live_bytes -= kept[4]
     if kept is not None and kept[:3] == (run.started_at, run.last_seq, run.definitions_hash):
         return kept[3]
     return RunState.from_dict(run_config(run), run.state)
 
 
-def live_state_keep(run: Run, state: RunState) -> None:
-    """Keep a run's state as of ``run.last_seq`` for its next batch."""
-    if len(_live_states) >= LIVE_STATES_MAX:
-        _live_states.pop(next(iter(_live_states)), None)
-    _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, state)
+def live_state_keep(run: Run, state: RunState, *, size: int) -> None:
+    """Keep a run's state as of ``run.last_seq`` for its next batch; ``size`` is its stored
+    size in bytes, counted against LIVE_STATES_MAX_BYTES."""
+    global _live_bytes
+    with _live_lock:
+        old = _live_states.pop(run.pk, None)
+        if old is not None:
+            _live_bytes -= old[4]
+        if size > LIVE_STATES_MAX_BYTES:
+            return
+        while _live_states and _live_bytes + size > LIVE_STATES_MAX_BYTES:
+            _live_bytes -= _live_states.pop(next(iter(_live_states)))[4]
+        _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, state, size)
+        _live_bytes += size
+
+
+def live_states_bytes() -> int:
+    """The bytes of the live states this process keeps now."""
+    return _live_bytes
 
 
 _mongo_clients: dict[str, Any] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+import orjson
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -150,8 +151,11 @@ def _batch_apply(run: Run, events: list[dict[str, Any]]) -> tuple[IngestResult, 
     if batch.events:
         run.state = state.to_dict()
         run.last_seq = batch.events[-1].seq
+    # what the cache counts: the state's stored size (the engine's budget keeps it about 1 MB
+    # at most); a batch of retries only, rare, measures the state it keeps unchanged
+    size = len(orjson.dumps(run.state if batch.events else state.to_dict()))
     result.last_seq = run.last_seq
-    transaction.on_commit(lambda: live_state_keep(run, state))
+    transaction.on_commit(lambda: live_state_keep(run, state, size=size))
     return result, batch
 
 
