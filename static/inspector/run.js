@@ -76,12 +76,21 @@ function shown() {
 // -- rendering (batched: at most once per frame) -------------------------------------------------
 let frame = null;
 let graphDrawn = null; // what the agents graph shows now, to skip redrawing an unchanged graph
+// Coalesced: the panels redraw at most every RENDER_EVERY_MS, so a fast run (1,000 events/s)
+// costs a few redraws a second, not one per frame; the event list appends once a frame.
+const RENDER_EVERY_MS = 250;
+let lastRender = 0;
+let renderTimer = null;
 function schedule() {
-  if (frame === null) frame = requestAnimationFrame(render);
+  if (frame !== null || renderTimer !== null) return;
+  const wait = lastRender + RENDER_EVERY_MS - performance.now();
+  if (wait <= 0) frame = requestAnimationFrame(render);
+  else renderTimer = setTimeout(() => { renderTimer = null; frame = requestAnimationFrame(render); }, wait);
 }
 
 function render() {
   frame = null;
+  lastRender = performance.now();
   if (!model.ready) return;
   const current = shown();
   $("run-seq").textContent = String(model.lastSeq);

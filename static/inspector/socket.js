@@ -174,7 +174,7 @@ export class LiveSocket {
 
 /** Render a LiveSocket status into an indicator element. */
 export function showStatus(node, state, detail = {}) {
-  node.dataset.state = state;
+  if (node.dataset.state !== state) node.dataset.state = state;
   const labels = {
     connecting: "connecting…",
     live: "live",
@@ -182,6 +182,9 @@ export function showStatus(node, state, detail = {}) {
     offline: `disconnected — retrying in ${Math.ceil((detail.delay || 0) / 1000)}s`,
     closed: `closed: ${detail.reason || ""}`,
   };
-  node.textContent = labels[state] || state;
-  node.title = detail.seq !== undefined ? `last event #${detail.seq}` : "";
+  const label = labels[state] || state;
+  // called for every event of a fast run: write only what changed (no needless style work)
+  if (node.textContent !== label) node.textContent = label;
+  const title = detail.seq !== undefined ? `last event #${detail.seq}` : "";
+  if (node.title !== title) node.title = title;
 }

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.browser
 
 
 def shell(live, code: str) -> str:
-    return manage(live.env, "shell", "-c", code).stdout
+    result = manage(live.env, "shell", "-c", code, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
 
 
 @pytest.fixture(scope="module")
