@@ -94,3 +94,42 @@ def test_prune_runs_command_dry_run_progress_and_default(settings, capsys):
 def test_prune_runs_refuses_bad_arguments(args, message):
     with pytest.raises(CommandError, match=message):
         call_command("prune_runs", *args)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prune_while_a_run_ingests_leaves_the_running_run_whole():
+    """The server ingests into a running run while prune_runs deletes ended ones, batch by
+    batch: no event is lost or refused, and only ended runs go."""
+    import threading
+
+    from django.db import connections
+
+    from contextadmin.services import workflow_import
+    from runs.services import ingest, lifecycle
+    from tests.support.demo import demo_config
+
+    workflow_import(name="Generator", data=demo_config())
+    live = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    old = runs_of(2_000, prefix="old", status="completed", ended_days_ago=40, events=3)
+    errors: list[BaseException] = []
+
+    def ingest_loop() -> None:
+        try:
+            for index in range(150):
+                ingest.event_ingest(run_id=live.pk, events=[
+                    {"type": "agent_text", "agent": "user", "text": f"m{index}"}])
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=ingest_loop)
+    writer.start()
+    total = retention.runs_prune(cutoff=timezone.now() - dt.timedelta(days=30), batch_size=100)
+    writer.join(timeout=120)
+    assert not errors, errors
+    assert total.runs == len(old)
+    live.refresh_from_db()
+    assert live.status == "running" and live.last_seq == 150
+    assert RunEvent.objects.filter(run=live).count() == 150
+    assert not Run.objects.filter(pk__in=old).exists()
