@@ -224,7 +224,14 @@ def events_get(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, 
         )
         response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
     response["Cache-Control"] = "private, no-store"
+    if request.method == "HEAD":  # the headers only: no chunk of the log is read
+        response.streaming_content = _nothing()
     return 200, response
+
+
+async def _nothing() -> Any:
+    return
+    yield  # an async generator that yields nothing
 
 
 _events_get_in_thread = sync_to_async(events_get)

@@ -40,7 +40,9 @@ def _full_run() -> list[dict]:
     return [*demo_events(), {"type": "run_status", "status": "completed"}]
 
 
-async def get(path: str, secret: str | None, *, keep: bool = True) -> dict[str, Any]:
+async def get(
+    path: str, secret: str | None, *, keep: bool = True, method: str = "GET"
+) -> dict[str, Any]:
     """GET through the real ASGI application (Django's streaming end message carries no body,
     which channels' HttpCommunicator refuses); ``keep=False`` counts the body and drops it."""
     path, _, query = path.partition("?")
@@ -48,7 +50,7 @@ async def get(path: str, secret: str | None, *, keep: bool = True) -> dict[str, 
     if secret is not None:
         headers.append((b"authorization", f"Bearer {secret}".encode()))
     scope = {
-        "type": "http", "method": "GET", "path": path, "query_string": query.encode(),
+        "type": "http", "method": method, "path": path, "query_string": query.encode(),
         "headers": headers, "http_version": "1.1", "scheme": "http",
         "server": ("testserver", 80), "client": ("127.0.0.1", 1), "root_path": "",
     }
@@ -144,6 +146,9 @@ async def test_jsonl_download_has_the_header_then_every_event():
     assert header["run"]["id"] == "orig" and header["run"]["status"] == "completed"
     assert header["run"]["initial_state"]["context"]["enterprise_id"] == "acme"
     assert [e["seq"] for e in events] == list(range(1, len(_full_run()) + 1))
+    head = await get("/api/runs/orig/events/?format=jsonl", secret, method="HEAD")
+    assert head["status"] == 200 and head["received"] == 0
+    assert head["headers"]["content-disposition"] == headers["content-disposition"]
     after = await get("/api/runs/orig/events/?format=jsonl&after=3&limit=2", secret)
     assert [json.loads(x)["seq"] for x in after["body"].decode().splitlines()] == [4, 5]
 
