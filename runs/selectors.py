@@ -262,7 +262,7 @@ def _cursor_encode(run: Run) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _cursor_decode(cursor: str) -> tuple[dt.datetime, str]:
+def _cursor_decode(cursor: str, *, name: str) -> tuple[dt.datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         started, run_id = raw.split("|", 1)
@@ -270,7 +270,7 @@ def _cursor_decode(cursor: str) -> tuple[dt.datetime, str]:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         started_at = None
     if started_at is None:
-        raise BadRequest("before: not a cursor this list gave (follow the Older link)")
+        raise BadRequest(f"{name}: not a cursor this list gave (follow its Older or Newer link)")
     return started_at, run_id
 
 
@@ -278,24 +278,45 @@ def _cursor_decode(cursor: str) -> tuple[dt.datetime, str]:
 class RunPage:
     runs: list[Run]
     next_cursor: str | None  # the ``before`` of the next (older) page; None on the last page
+    prev_cursor: str | None = None  # the ``after`` of the newer page; None on the newest
 
 
-def run_page(*, search: Mapping[str, str], before: str = "", size: int = RUN_PAGE_SIZE) -> RunPage:
-    """Return one page of runs, newest first, after the cursor ``before`` (one query).
+def run_page(
+    *, search: Mapping[str, str], before: str = "", after: str = "", size: int = RUN_PAGE_SIZE
+) -> RunPage:
+    """Return one page of runs, newest first: older than the cursor ``before``, or newer than
+    ``after`` (the way back), or the newest page (one query either way).
 
     Keyset pagination on (started_at, id): the page costs the same at the first run and the
     100,000th, where OFFSET would read and drop every run before it.
     """
     if not 0 < size <= RUN_PAGE_MAX:
         raise BadRequest(f"size: between 1 and {RUN_PAGE_MAX}, got {size}")
-    runs = _runs_searched(search)
+    if before and after:
+        raise BadRequest("after: give either before or after, not both")
+    runs = runs_annotated(_runs_searched(search))
+    if after:  # walking back towards the newest: the nearest newer runs, then newest first
+        started_at, run_id = _cursor_decode(after, name="after")
+        runs = runs.filter(Q(started_at__gt=started_at) | Q(started_at=started_at, pk__gt=run_id))
+        rows = list(runs.order_by("started_at", "pk")[: size + 1])
+        newer = len(rows) > size
+        rows = rows[:size][::-1]
+        return RunPage(
+            runs=rows,
+            next_cursor=_cursor_encode(rows[-1]) if rows else None,
+            prev_cursor=_cursor_encode(rows[0]) if newer else None,
+        )
     if before:
-        started_at, run_id = _cursor_decode(before)
+        started_at, run_id = _cursor_decode(before, name="before")
         runs = runs.filter(Q(started_at__lt=started_at) | Q(started_at=started_at, pk__lt=run_id))
-    rows = list(runs_annotated(runs).order_by("-started_at", "-pk")[: size + 1])
+    rows = list(runs.order_by("-started_at", "-pk")[: size + 1])
     more = len(rows) > size
     rows = rows[:size]
-    return RunPage(runs=rows, next_cursor=_cursor_encode(rows[-1]) if more else None)
+    return RunPage(
+        runs=rows,
+        next_cursor=_cursor_encode(rows[-1]) if more else None,
+        prev_cursor=_cursor_encode(rows[0]) if before and rows else None,
+    )
 
 
 def run_flag_names() -> list[str]:

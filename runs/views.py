@@ -122,9 +122,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
     """One page of runs, newest first, searched by the query; live over /ws/runs/."""
     as_json = request.GET.get("format") == "json"  # the page re-reads the list after a reconnect
     before = request.GET.get("before", "").strip()
+    after = request.GET.get("after", "").strip()
     try:
         search = selectors.run_search_parse(request.GET)
-        page = selectors.run_page(search=search, before=before)
+        page = selectors.run_page(search=search, before=before, after=after)
     except BadRequest as exc:
         if as_json:
             return error_response(exc)
@@ -134,7 +135,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         error = ""
     runs = [selectors.run_summary(run=run) for run in page.runs]
     if as_json:
-        return json_response({"runs": runs, "next": page.next_cursor})
+        return json_response({"runs": runs, "next": page.next_cursor, "prev": page.prev_cursor})
     query = {key: value for key, value in search.items() if value}
     return render(
         request,
@@ -143,14 +144,17 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "filters": search,
             "runs": runs,
             "error": error,
-            "paged": bool(before),
+            "paged": bool(before or after),
             "older_query": urlencode({**query, "before": page.next_cursor})
             if page.next_cursor
+            else "",
+            "newer_query": urlencode({**query, "after": page.prev_cursor})
+            if page.prev_cursor
             else "",
             "newest_query": urlencode(query),
             "list_meta": {
                 "filters": search,
-                "paged": bool(before),
+                "paged": bool(before or after),
                 "stale_after_s": selectors.run_stale_after_s(),
             },
             "workflows": selectors.run_workflow_names(),

@@ -87,6 +87,9 @@ def test_runs_list_pages_and_searches_1000_runs(page, live, thousand_runs):
         seen += page.eval_on_selector_all("#run-rows > tr", "r => r.map(x => x.dataset.runId)")
     expect(page.locator("#page-older")).to_have_count(0)
     assert seen == [f"{tag}-{i:04d}" for i in range(999, 0, -2)]
+    page.click("#page-newer")  # one page back towards the newest
+    expect(rows).to_have_count(50)
+    expect(rows.first).to_have_attribute("data-run-id", f"{tag}-0199")
     page.click("#page-newest")
     expect(rows.first).to_have_attribute("data-run-id", f"{tag}-0999")
 

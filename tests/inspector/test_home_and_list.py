@@ -120,6 +120,16 @@ def test_runs_list_pages_with_a_keyset_cursor_in_constant_queries(staff, generat
     assert len(set(counts)) == 1, counts  # the last page costs what the first does
     runs_queries = [q["sql"] for q in queries.captured_queries if "runs_run" in q["sql"]]
     assert len(runs_queries) == 1 and "OFFSET" not in runs_queries[0].upper()
+    # and back, page by page, with the Newer cursor: the same pages in reverse
+    back: list[str] = []
+    prev = data["prev"]
+    while prev:
+        with CaptureQueriesContext(connection) as queries:
+            page = staff.get("/runs/", {"format": "json", "after": prev}).json()
+        assert len(queries) == counts[0]
+        back = [run["id"] for run in page["runs"]] + back
+        prev = page["prev"]
+    assert back + [run["id"] for run in data["runs"]] == seen
 
 
 def test_runs_list_html_links_to_the_older_page_and_back(staff, generator):
@@ -130,6 +140,9 @@ def test_runs_list_html_links_to_the_older_page_and_back(staff, generator):
     second = staff.get(older.replace("&amp;", "&")).content.decode()
     assert "workflow=Generator" in older
     assert 'id="page-newest"' in second and 'id="page-older"' not in second
+    newer = second.split('id="page-newer"')[0].rsplit('href="', 1)[1].split('"')[0]
+    again = staff.get(newer.replace("&amp;", "&")).content.decode()
+    assert 'id="page-older"' in again and 'id="page-newer"' not in again  # the newest 50
 
 
 @pytest.mark.parametrize("query", [{"q": "run00001"}, {"enterprise_id": "ent3"},
@@ -171,6 +184,7 @@ def test_runs_list_searches_a_time_range_and_a_flipped_flag(staff, generator):
         ({"since": "yesterday"}, "since"),
         ({"until": "2026-13-45"}, "until"),
         ({"before": "not-a-cursor!"}, "before"),
+        ({"after": "bm9wZQ"}, "after"),
     ],
 )
 def test_runs_list_refuses_bad_search_naming_the_field(staff, generator, query, field):
