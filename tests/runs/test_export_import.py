@@ -251,3 +251,24 @@ async def test_a_huge_run_exports_in_constant_memory(count):
     assert response["status"] == 200
     assert response["received"] > count * 50  # every event went out
     assert peak < 30 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB for {count} events"
+
+
+def test_an_imported_run_whose_workflow_is_not_here_still_opens(tmp_path, db, client,
+                                                                  django_user_model):
+    """A production run inspected on a laptop that has no such workflow: the run keeps its
+    pinned definitions and its page opens (no link to definitions that are not here)."""
+    _setup(events=_full_run())
+    header = selectors.run_export_header(run=Run.objects.get(pk="orig"))
+    header["run"]["workflow"] = "OnlyInProduction"
+    payloads = RunEvent.objects.filter(run_id="orig").order_by("seq").values_list(
+        "payload", flat=True)
+    export = tmp_path / "run.jsonl"
+    export.write_text("\n".join(json.dumps(x) for x in [header, *payloads]) + "\n")
+    call_command("import_run", str(export), "--run-id", "laptop")
+    run = Run.objects.get(pk="laptop")
+    assert run.workflow_id is None and run.workflow_name == "OnlyInProduction"
+    assert run.state == Run.objects.get(pk="orig").state
+    user = django_user_model.objects.create_user("op", password="pw-12345678", is_staff=True)
+    client.force_login(user)
+    page = client.get("/runs/laptop/")
+    assert page.status_code == 200 and 'id="workflow-definitions"' not in page.content.decode()
