@@ -109,7 +109,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "DJANGO_TEST_DATABASE", default=str(BASE_DIR / "var" / f"test-db-{os.getpid()}.sqlite3")
         )
     }
-else:
+elif env.bool("DATABASE_POOL", default=True):
+    # PostgreSQL through Django's connection pool (psycopg_pool; docs/deploy.md): under ASGI
+    # every request runs in a new thread, so without it each request opened a connection.
+    # The pool keeps the connections, so Django's persistent connections must be off.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # the pool checks each one it hands out
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=2),
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT_S", default=10.0),
+        "max_idle": env.float("DATABASE_POOL_MAX_IDLE_S", default=600.0),
+        "max_lifetime": 3600.0,
+    }
+else:  # DATABASE_POOL=0: Django's persistent connections, one per thread
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

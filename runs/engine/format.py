@@ -161,6 +161,11 @@ SERVER_ENV_VARS: frozenset[str] = frozenset({
     "CONTEXTADMIN_REVIEW",
     "CONTEXT_INCLUDE_SCHEMA",
     "CONTEXT_VERBOSE_DEBUG",
+    "DATABASE_POOL",
+    "DATABASE_POOL_MAX_IDLE_S",
+    "DATABASE_POOL_MAX_SIZE",
+    "DATABASE_POOL_MIN_SIZE",
+    "DATABASE_POOL_TIMEOUT_S",
     "DATABASE_URL",
     "DJANGO_ALLOWED_HOSTS",
     "DJANGO_CSRF_TRUSTED_ORIGINS",
@@ -179,6 +184,8 @@ SERVER_ENV_VARS: frozenset[str] = frozenset({
     "MONGODB_URI",
     "REDIS_CHANNEL_LAYER",
     "REDIS_URL",
+    "RUNS_RETENTION_DAYS",
+    "RUNS_STALE_AFTER_S",
 })
 # Credential-shaped env var names. Substrings for words that never occur by accident
 # (SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL, PRIVATE); whole ``_``-separated words for short
