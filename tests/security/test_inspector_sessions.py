@@ -10,6 +10,7 @@ import secrets
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,39 +108,41 @@ def _next(ws: ClientConnection, kind: str, n: int) -> dict[str, Any]:
 
 
 def test_an_inspector_socket_closes_when_its_session_or_user_stops_being_staff(site: Site):
-    sockets = {
-        (name, kind): _open(site, path, session)
-        for name, session in site.sessions.items()
-        for kind, path in (("run", f"/ws/runs/{site.run_id}/"), ("list", "/ws/runs/"))
-    }
-    try:
-        for (_, kind), ws in sockets.items():
-            if kind == "run":
-                assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
-        _activity(site, 1)  # every socket is live before the change
-        for (_, kind), ws in sockets.items():
-            assert _next(ws, kind, 1)
-        changes = "\n".join(
-            f"key={site.sessions[name]!r}; user=get_user_model().objects.get(username={name!r})\n"
-            f"{change}"
-            for name, (change, _) in CASES.items()
-        )
-        manage(site.env, "shell", "-c",
-               "from django.contrib.auth import get_user_model; from django.test import Client\n"
-               "from django.contrib.sessions.models import Session\n" + changes)
-        time.sleep(1.3)  # SESSION_RECHECK_S, and a margin
-        _activity(site, 2)
-        for (name, kind), ws in sockets.items():
-            if name == "control":  # the live staff session still gets everything
-                assert _next(ws, kind, 2)
-                continue
-            received = []
-            with pytest.raises(ConnectionClosed) as closed:
-                while True:
-                    received.append(json.loads(ws.recv(timeout=10)))
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == CASES[name][1], (
-                name, kind, closed.value)
-            assert received == [], (name, kind, received)
-    finally:
-        for ws in sockets.values():
-            ws.close()
+    with ExitStack() as stack:
+        sockets = {
+            (name, kind): stack.enter_context(_open(site, path, session))
+            for name, session in site.sessions.items()
+            for kind, path in (("run", f"/ws/runs/{site.run_id}/"), ("list", "/ws/runs/"))
+        }
+        _watch(site, sockets)
+
+
+def _watch(site: Site, sockets: dict[tuple[str, str], ClientConnection]) -> None:
+    """Each socket gets round 1; after the changes, only the control sockets get round 2."""
+    for (_, kind), ws in sockets.items():
+        if kind == "run":
+            assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
+    _activity(site, 1)  # every socket is live before the change
+    for (_, kind), ws in sockets.items():
+        assert _next(ws, kind, 1)
+    changes = "\n".join(
+        f"key={site.sessions[name]!r}; user=get_user_model().objects.get(username={name!r})\n"
+        f"{change}"
+        for name, (change, _) in CASES.items()
+    )
+    manage(site.env, "shell", "-c",
+           "from django.contrib.auth import get_user_model; from django.test import Client\n"
+           "from django.contrib.sessions.models import Session\n" + changes)
+    time.sleep(1.3)  # SESSION_RECHECK_S, and a margin
+    _activity(site, 2)
+    for (name, kind), ws in sockets.items():
+        if name == "control":  # the live staff session still gets everything
+            assert _next(ws, kind, 2)
+            continue
+        received = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                received.append(json.loads(ws.recv(timeout=10)))
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == CASES[name][1], (
+            name, kind, closed.value)
+        assert received == [], (name, kind, received)
