@@ -604,8 +604,29 @@ def _version_saved_message(workflow: Workflow, version: WorkflowVersion) -> str:
     )
 
 
+# -- read-only lists: edits go through the workflow page, where the whole workflow is checked --
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm("contextadmin.view_workflow") or _may_edit_workflows(request)
+
+    @admin.display(description="workflow", ordering="workflow__name")
+    def workflow_link(self, obj: Any) -> str:
+        workflow = obj.workflow
+        url = reverse("admin:contextadmin_workflow_change", args=[workflow.pk])
+        return format_html('<a href="{}">{}</a>', url, workflow.name)
+
+
 @admin.register(WorkflowVersion)
-class RecentChangesAdmin(admin.ModelAdmin):
+class RecentChangesAdmin(ReadOnlyAdmin):
     """The audit trail: every save, import, revert and approval across all workflows."""
 
     list_display = (
@@ -635,23 +656,6 @@ class RecentChangesAdmin(admin.ModelAdmin):
     def get_ordering(self, request: HttpRequest) -> list[str]:
         return ["-activity", "-pk"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request.user.has_perm("contextadmin.view_workflow") or _may_edit_workflows(request)
-
-    @admin.display(description="workflow", ordering="workflow__name")
-    def workflow_link(self, obj: WorkflowVersion) -> str:
-        url = reverse("admin:contextadmin_workflow_change", args=[obj.workflow_id])
-        return format_html('<a href="{}">{}</a>', url, obj.workflow.name)
-
     @admin.display(description="version", ordering="number")
     def version_link(self, obj: WorkflowVersion) -> str:
         url = reverse("admin:contextadmin_workflow_history", args=[obj.workflow_id])
@@ -672,27 +676,6 @@ class RecentChangesAdmin(admin.ModelAdmin):
         if obj.workflow.published_version_id == obj.pk:
             return "published"
         return "published earlier" if obj.published_at else "not published"
-
-
-# -- read-only lists: edits go through the workflow page, where the whole workflow is checked --
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request.user.has_perm("contextadmin.view_workflow") or _may_edit_workflows(request)
-
-    @admin.display(description="workflow", ordering="workflow__name")
-    def workflow_link(self, obj: Any) -> str:
-        workflow = obj.workflow
-        url = reverse("admin:contextadmin_workflow_change", args=[workflow.pk])
-        return format_html('<a href="{}">{}</a>', url, workflow.name)
 
 
 @admin.register(Variable)

@@ -6,12 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from runs.batching import IngestBatcher
 from runs.errors import BadRequest
-
-pytestmark = pytest.mark.asyncio
+from tests.support.loops import in_own_loop
 
 
 class Socket:
@@ -41,6 +38,7 @@ class Socket:
         )
 
 
+@in_own_loop
 async def test_events_that_queue_during_a_commit_are_one_batch_and_acked_in_order():
     socket = Socket(delay=0.02)
     batcher = socket.batcher()
@@ -53,6 +51,7 @@ async def test_events_that_queue_during_a_commit_are_one_batch_and_acked_in_orde
     assert [m["seq"] for m in socket.sent] == list(range(1, 11))
 
 
+@in_own_loop
 async def test_a_batch_holds_at_most_limit_events():
     socket = Socket()
     batcher = socket.batcher(limit=4)
@@ -63,6 +62,7 @@ async def test_a_batch_holds_at_most_limit_events():
     assert [m["seq"] for m in socket.sent] == list(range(1, 11))
 
 
+@in_own_loop
 async def test_a_failed_batch_is_replayed_one_event_at_a_time_errors_in_order():
     socket = Socket(bad=frozenset({3}))
     batcher = socket.batcher()
@@ -74,6 +74,7 @@ async def test_a_failed_batch_is_replayed_one_event_at_a_time_errors_in_order():
     assert socket.sent[2]["status"] == 400 and "bad event 3" in socket.sent[2]["error"]
 
 
+@in_own_loop
 async def test_a_reply_keeps_its_place_and_a_close_ends_the_socket():
     socket = Socket()
     batcher = socket.batcher()
@@ -90,6 +91,7 @@ async def test_a_reply_keeps_its_place_and_a_close_ends_the_socket():
     assert socket.closed == [4401]
 
 
+@in_own_loop
 async def test_after_a_disconnect_queued_events_are_ingested_but_nothing_is_sent():
     socket = Socket(delay=0.02)
     batcher = socket.batcher()
@@ -100,6 +102,7 @@ async def test_after_a_disconnect_queued_events_are_ingested_but_nothing_is_sent
     assert socket.sent == []
 
 
+@in_own_loop
 async def test_an_unexpected_failure_closes_the_socket_with_1011():
     async def broken(events: list[Any]) -> list[dict[str, Any]]:
         raise RuntimeError("disk on fire")
