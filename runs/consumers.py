@@ -6,6 +6,7 @@ protocol is ``runs.resume.ResumeStream`` and the ingest batching ``runs.batching
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -21,6 +22,7 @@ from runs import ratelimit, selectors
 from runs.api import json_decode
 from runs.auth import authenticate, staff_session_check
 from runs.batching import IngestBatcher, error_message
+from runs.channels_dispatch import DispatchWithoutConnectionHop
 from runs.db import pool_sync_to_async
 from runs.errors import ApiError, BadRequest, RateLimited, Unauthorized
 from runs.models import ApiToken
@@ -39,7 +41,8 @@ CLOSE_TOO_MANY = 4429
 CLOSE_CODES = {401: CLOSE_UNAUTHORIZED, 403: CLOSE_FORBIDDEN, 404: CLOSE_NOT_FOUND,
                429: CLOSE_TOO_MANY}
 TOKEN_RECHECK_S = 1.0  # an open ingest socket notices a revoked token within this long
-SESSION_RECHECK_S = 1.0  # an open inspector socket notices a lost session within this long
+SESSION_RECHECK_S = 1.0  # an open inspector socket re-reads its session this often...
+SESSION_SHARED_S = 0.5  # ...sharing a read younger than this with the session's other sockets
 PING_MAX_CHARS = 200
 
 
@@ -66,7 +69,40 @@ class RefusedSocket(AsyncWebsocketConsumer):
         await self.close()
 
 
-class StaffSocket(AsyncWebsocketConsumer):
+class SessionRechecks:
+    """One re-read of a session at a time, shared by all the sockets of that session.
+
+    Fifty inspector sockets of one operator connect together and would re-read the same
+    session together every second, fifty hops queued on channels' one sync thread. A read
+    younger than SESSION_SHARED_S (or still under way) answers them all, so a lost session
+    is noticed within SESSION_RECHECK_S + SESSION_SHARED_S.
+    """
+
+    def __init__(self) -> None:
+        self._reads: dict[str | None, tuple[float, asyncio.Future[Any]]] = {}
+
+    async def check(self, *, session_key: str | None) -> None:
+        """Raise the ApiError of ``staff_session_check`` when the session is no longer staff."""
+        now = time.monotonic()
+        kept = self._reads.get(session_key)
+        loop = asyncio.get_running_loop()
+        if kept is None or now - kept[0] >= SESSION_SHARED_S or kept[1].get_loop() is not loop:
+            if len(self._reads) >= 10_000:  # forget reads too old to share
+                self._reads = {
+                    key: read for key, read in self._reads.items()
+                    if now - read[0] < SESSION_SHARED_S
+                }
+            read = asyncio.ensure_future(
+                database_sync_to_async(staff_session_check)(session_key=session_key)
+            )
+            kept = self._reads[session_key] = (now, read)
+        await asyncio.shield(kept[1])
+
+
+session_rechecks = SessionRechecks()
+
+
+class StaffSocket(DispatchWithoutConnectionHop, AsyncWebsocketConsumer):
     """An inspector socket: a staff session at connect, and still one before anything more is
     sent, re-read at most every SESSION_RECHECK_S (as ingest sockets re-read their token).
 
@@ -96,7 +132,7 @@ class StaffSocket(AsyncWebsocketConsumer):
         self.session_checked_at = now
         key = getattr(self.scope.get("session"), "session_key", None)
         try:
-            await database_sync_to_async(staff_session_check)(session_key=key)
+            await session_rechecks.check(session_key=key)
         except ApiError as exc:
             self.session_lost = True
             await self.close(code=CLOSE_CODES.get(exc.status, CLOSE_FORBIDDEN))
@@ -199,7 +235,7 @@ class RunListConsumer(StaffSocket):
             await self.send(text_data=message["text"])
 
 
-class IngestConsumer(AsyncJsonWebsocketConsumer):
+class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
     """``/ws/ingest/<run_id>/``: a runtime sends events; each is acked after commit."""
 
     token: ApiToken | None = None
