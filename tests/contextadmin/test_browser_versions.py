@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.contextadmin.conftest import EXAMPLE_PATH
-from tests.support.live_server import LiveServer, _wait_for_http
-from tests.support.processes import Daphne, manage, server_env
+from tests.support.live_server import LiveServer, live_server_run
+from tests.support.processes import manage
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
 pytestmark = pytest.mark.browser
@@ -211,26 +211,9 @@ def test_history_shows_a_coloured_diff_and_reverts(
 @pytest.fixture(scope="module")
 def review_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A second Daphne with CONTEXTADMIN_REVIEW=on and its own database."""
-    workdir = tmp_path_factory.mktemp("daphne-review")
-    username, password = "author", secrets.token_urlsafe(16)
-    env = server_env(
-        f"sqlite:///{workdir / 'db.sqlite3'}",
-        DJANGO_DEBUG="1",
-        MONGODB_URI="",
-        CONTEXTADMIN_REVIEW="on",
-        DJANGO_SUPERUSER_USERNAME=username,
-        DJANGO_SUPERUSER_PASSWORD=password,
-        DJANGO_SUPERUSER_EMAIL="author@example.com",
+    yield from live_server_run(
+        tmp_path_factory.mktemp("daphne-review"), username="author", CONTEXTADMIN_REVIEW="on"
     )
-    manage(env, "migrate", "--noinput")
-    manage(env, "createsuperuser", "--noinput")
-    log_path = workdir / "daphne.log"
-    daphne = Daphne(env, log_path).start()
-    try:
-        _wait_for_http(f"{daphne.url}/admin/login/", daphne, log_path)
-        yield LiveServer(daphne, env, username, password, log_path)
-    finally:
-        daphne.stop()
 
 
 def test_a_draft_needs_another_operators_approval(review_server: LiveServer, chromium: Any) -> None:

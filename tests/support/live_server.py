@@ -57,18 +57,18 @@ def _wait_for_http(url: str, daphne: Daphne, log_path: Path) -> None:
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="session")
-def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """Migrate a fresh SQLite file, create a staff superuser, and serve it with Daphne."""
-    workdir = tmp_path_factory.mktemp("daphne")
-    username, password = "operator", secrets.token_urlsafe(16)
+def live_server_run(workdir: Path, *, username: str, **extra_env: str) -> Iterator[LiveServer]:
+    """Migrate a fresh SQLite file in ``workdir``, create a staff superuser and serve it with
+    Daphne until the generator is closed; ``extra_env`` adds settings (e.g. review on)."""
+    password = secrets.token_urlsafe(16)
     env = server_env(
         f"sqlite:///{workdir / 'db.sqlite3'}",
         DJANGO_DEBUG="1",  # Django serves the admin's static files
         MONGODB_URI="",
         DJANGO_SUPERUSER_USERNAME=username,
         DJANGO_SUPERUSER_PASSWORD=password,
-        DJANGO_SUPERUSER_EMAIL="operator@example.com",
+        DJANGO_SUPERUSER_EMAIL=f"{username}@example.com",
+        **extra_env,
     )
     manage(env, "migrate", "--noinput")
     manage(env, "createsuperuser", "--noinput")
@@ -79,3 +79,9 @@ def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
         yield LiveServer(daphne, env, username, password, log_path)
     finally:
         daphne.stop()
+
+
+@pytest.fixture(scope="session")
+def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A fresh database with a staff superuser, served by Daphne for the session."""
+    yield from live_server_run(tmp_path_factory.mktemp("daphne"), username="operator")
