@@ -116,6 +116,30 @@ class Delivery:
         return not (self.missing or self.duplicates or self.out_of_order)
 
 
+
+async def event_arrivals_watch(
+    ws: ClientConnection, seen: dict[int, float], *, total: int, result: Any
+) -> None:
+    """Record when each ``{"type": "event", "seq"}`` arrives on one inspector socket, until
+    ``total`` distinct seqs came or the socket closed; count ``result.duplicates`` and
+    ``result.out_of_order`` (every figure that checks exactly-once delivery reads these)."""
+    last = 0
+    async for raw in ws:
+        now = perf()
+        message = orjson.loads(raw)
+        if message.get("type") != "event":
+            continue
+        seq = message["seq"]
+        if seq in seen:
+            result.duplicates += 1
+            continue
+        if seq != last + 1:
+            result.out_of_order += 1
+        last = seq
+        seen[seq] = now
+        if len(seen) == total:
+            return
+
 async def paced(
     send: Callable[[list[int]], Awaitable[list[int]]],
     sockets: Sequence[ClientConnection],
@@ -138,25 +162,11 @@ async def paced(
     finished = [0]
 
     async def watch(ws: ClientConnection, seen: dict[int, float]) -> None:
-        last = 0
-        async for raw in ws:
-            now = perf()
-            message = orjson.loads(raw)
-            if message.get("type") != "event":
-                continue
-            seq = message["seq"]
-            if seq in seen:
-                result.duplicates += 1
-                continue
-            if seq != last + 1:
-                result.out_of_order += 1
-            last = seq
-            seen[seq] = now
-            if len(seen) == total:
-                finished[0] += 1
-                if finished[0] == len(sockets):
-                    complete.set()
-                return
+        await event_arrivals_watch(ws, seen, total=total, result=result)
+        if len(seen) == total:
+            finished[0] += 1
+            if finished[0] == len(sockets):
+                complete.set()
 
     watchers = [
         asyncio.create_task(watch(ws, seen)) for ws, seen in zip(sockets, arrivals, strict=True)

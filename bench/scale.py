@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from bench.live import event, open_inspector, ws_connect
+from bench.live import event, event_arrivals_watch, open_inspector, ws_connect
 from bench.servers import Site, daphnes, prepare_site
 from bench.stats import Latency, Timings, percentile
 from tests.support.processes import Daphne, manage
@@ -433,25 +433,11 @@ async def b11_many_runs(
             done.set()
 
     async def watch(j: int) -> None:
-        seen, last = arrivals[j], 0
-        async for raw in sockets[j]:
-            now = perf()
-            message = orjson.loads(raw)
-            if message.get("type") != "event":
-                continue
-            seq = message["seq"]
-            if seq in seen:
-                result.duplicates += 1
-                continue
-            if seq != last + 1:
-                result.out_of_order += 1
-            last = seq
-            seen[seq] = now
-            if len(seen) == total:
-                finished[0] += 1
-                if finished == [len(sockets), runs]:
-                    done.set()
-                return
+        await event_arrivals_watch(sockets[j], arrivals[j], total=total, result=result)
+        if len(arrivals[j]) == total:
+            finished[0] += 1
+            if finished == [len(sockets), runs]:
+                done.set()
 
     tasks = [asyncio.create_task(acks(i)) for i in range(runs)]
     tasks += [asyncio.create_task(watch(j)) for j in range(len(sockets))]
