@@ -37,6 +37,10 @@ def stream_seqs(page) -> list[int]:
 
 def travel(page, seq: int) -> None:
     """Move the time-travel slider as a user would (range inputs cannot be typed into)."""
+    # The slider clamps to its max, which grows as the snapshot and live events arrive:
+    # wait until it reaches seq, or an early move lands on an older event.
+    page.wait_for_function(
+        "seq => Number(document.querySelector('#travel-seq').max) >= seq", arg=seq)
     move = "(s, seq) => { s.value = String(seq); s.dispatchEvent(new Event('input')); }"
     page.eval_on_selector("#travel-seq", move, seq)
 
