@@ -96,7 +96,8 @@ def test_scripts_run_serves_the_front_page_and_stops_everything(tmp_path, how):
         assert status == 302 and location.startswith("/admin/login/?next=/"), (status, location)
         log = (tmp_path / "run.log").read_text()
         assert f"demo_ag2 --url http://127.0.0.1:{port}" in log  # the second terminal's line
-        if how == "ctrl-c":  # the README's second-terminal command, on this (not 8000) port
+        assert "imported workflow GeneratorChat" in log  # the demo with hand-offs
+        if how == "ctrl-c":  # the README's second-terminal commands, on this (not 8000) port
             demo = subprocess.run(
                 ["bash", "-c", '.venv/bin/python manage.py demo_ag2 --url '
                  '"http://127.0.0.1:${PORT:-8000}"'],
@@ -104,6 +105,15 @@ def test_scripts_run_serves_the_front_page_and_stops_everything(tmp_path, how):
             )
             assert demo.returncode == 0, demo.stdout + demo.stderr
             assert f"http://127.0.0.1:{port}/runs/" in demo.stdout + demo.stderr
+            assert "run_status completed" in demo.stdout
+            assert "imported the demo workflow" not in demo.stdout  # scripts/run's, reused
+            replay = subprocess.run(  # README's command; no pause between events here
+                ["bash", "-c", '.venv/bin/python manage.py simulate_run --url '
+                 '"http://127.0.0.1:${PORT:-8000}" --delay 0'],
+                cwd=PROJECT, env=env, capture_output=True, text=True, timeout=180,
+            )
+            assert replay.returncode == 0, replay.stdout + replay.stderr
+            assert "#12 run_status" in replay.stdout and "done: 12 events" in replay.stdout
         if how == "ctrl-c":
             os.killpg(script.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
         else:

@@ -20,6 +20,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from contextadmin import selectors
+from contextadmin.demo import GENERATOR_CHAT
 from contextadmin.models import Workflow
 from tests.contextadmin.conftest import db_dump
 from tests.support.mongo import demo_documents
@@ -193,19 +194,81 @@ def test_rejection_exits_non_zero_in_a_real_process(tmp_path: Path) -> None:
 
 
 # -- demo_setup -------------------------------------------------------------------------------
-def test_demo_setup_imports_generator_and_creates_the_env_superuser(
+def test_demo_setup_imports_the_demo_workflows_and_creates_the_env_superuser(
     monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     settings.MONGODB_URI = ""
     monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "boss")
     monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "long-enough-pw")
     out, _ = run("demo_setup")
-    assert "imported workflow Generator" in out and "created superuser boss" in out
-    assert "MONGODB_URI unset" in out
+    assert "imported workflow Generator (" in out and "imported workflow GeneratorChat (" in out
+    assert "created superuser boss" in out and "MONGODB_URI unset" in out
     assert get_user_model().objects.get(username="boss").check_password("long-enough-pw")
-    out, _ = run("demo_setup")  # idempotent
-    assert "workflows exist" in out and "user boss exists" in out
-    assert Workflow.objects.count() == 1
+    versions = {workflow.name: workflow.versions.count() for workflow in Workflow.objects.all()}
+    out, _ = run("demo_setup")  # idempotent: scripts/run runs it on every start
+    assert "the demo workflows exist; nothing imported" in out and "user boss exists" in out
+    assert "imported workflow" not in out
+    again = {workflow.name: workflow.versions.count() for workflow in Workflow.objects.all()}
+    assert again == versions == {"Generator": 1, "GeneratorChat": 1}
+
+
+def test_demo_setup_gives_a_newcomer_a_workflow_with_hand_offs_and_a_tool_trigger(
+    settings: Any,
+) -> None:
+    """What the inspector's hand-off panels show on a newcomer's first run."""
+    settings.MONGODB_URI = ""
+    run("demo_setup")
+    chat = Workflow.objects.get(name="GeneratorChat")
+    assert [
+        (handoff.source_agent, handoff.target_agent, handoff.condition)
+        for handoff in chat.handoffs.order_by("position")
+    ] == [
+        ("InterviewAgent", "ContextVariablesAgent", "${interview_complete}"),
+        ("ContextVariablesAgent", "HandoffsAgent", "${context_saved}"),
+        ("HandoffsAgent", "InterviewAgent", "${monetization_enabled} and ${handoffs_reviewed}"),
+    ]
+    derived = chat.variables.filter(category="derived").order_by("position")
+    triggers = {
+        variable.name: [(t.type, t.agent, t.tool) for t in variable.triggers.all()]
+        for variable in derived
+    }
+    assert triggers == {
+        "interview_complete": [("agent_text", "InterviewAgent", "")],
+        "context_saved": [("tool_response", "", "save_context_plan")],
+        "handoffs_reviewed": [("agent_turn_count", "HandoffsAgent", "")],
+    }
+    exported = json.loads(run("export_context", "GeneratorChat")[0])
+    assert exported == json.loads(GENERATOR_CHAT.config_path.read_text())  # imported as shipped
+
+
+def test_demo_setup_completes_a_demo_made_before_generator_chat(
+    generator: Workflow, settings: Any
+) -> None:
+    """A database holding only Generator (scripts/run before GeneratorChat shipped) gets the
+    missing demo workflow; Generator itself is left as it is."""
+    settings.MONGODB_URI = ""
+    out, _ = run("demo_setup")
+    assert "imported workflow GeneratorChat" in out and "workflow Generator (" not in out
+    assert set(Workflow.objects.values_list("name", flat=True)) == {"Generator", "GeneratorChat"}
+    assert generator.versions.count() == 1
+
+
+def test_demo_setup_leaves_a_database_with_workflows_of_its_own_alone(
+    generator: Workflow, settings: Any
+) -> None:
+    settings.MONGODB_URI = ""
+    Workflow.objects.create(name="Mine")
+    out, _ = run("demo_setup")
+    assert "your own workflows exist; demo workflows not imported" in out
+    assert set(Workflow.objects.values_list("name", flat=True)) == {"Generator", "Mine"}
+
+
+def test_demo_setup_leaves_an_edited_demo_workflow_as_it_is(settings: Any) -> None:
+    settings.MONGODB_URI = ""
+    run("demo_setup")
+    Workflow.objects.get(name="GeneratorChat").handoffs.all().delete()
+    run("demo_setup")
+    assert not Workflow.objects.get(name="GeneratorChat").handoffs.exists()
 
 
 def test_demo_setup_generates_admin_once(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
@@ -218,13 +281,6 @@ def test_demo_setup_generates_admin_once(monkeypatch: pytest.MonkeyPatch, settin
     assert get_user_model().objects.get(username="admin").check_password(password)
     out, _ = run("demo_setup")
     assert "password" not in out and "a superuser exists" in out
-
-
-def test_demo_setup_leaves_existing_workflows_alone(generator: Workflow, settings: Any) -> None:
-    settings.MONGODB_URI = ""
-    Workflow.objects.create(name="Mine")
-    run("demo_setup")
-    assert set(Workflow.objects.values_list("name", flat=True)) == {"Generator", "Mine"}
 
 
 def _free_port() -> int:

@@ -263,14 +263,10 @@ def test_screenshots_of_the_front_page_and_the_runs_list(page, live):
 
 def test_the_demo_a_newcomer_gets_completes_and_makes_the_docs_screenshots(page, live):
     """README's second terminal: demo_ag2 runs the GeneratorChat demo (hand-offs, a tool call,
-    three flags) and ends completed. The screenshots land in test-output/; with
-    CONTEXTADMIN_DOCS_SCREENSHOTS=1 the run page replaces docs/inspector.png, so the README's
-    picture is the run a newcomer's demo_ag2 makes. (The front page stays in test-output/: this
-    server also holds the tests' Routed workflow, which a newcomer does not have.)"""
-    import os
-    import shutil
-
-    from tests.inspector.conftest import OUTPUT, PROJECT
+    three flags) and ends completed. The screenshots land in test-output/; docs/inspector.png
+    comes from scripts/screenshots, on a database holding only what demo_setup gives a newcomer
+    (this server also holds the tests' Routed workflow)."""
+    from tests.inspector.conftest import OUTPUT
 
     page.goto("/")
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
@@ -286,5 +282,3 @@ def test_the_demo_a_newcomer_gets_completes_and_makes_the_docs_screenshots(page,
     expect(page.locator("#run-status")).to_have_text("completed")
     expect(page.locator("#graph g.edge.taken").first).to_be_visible()
     page.screenshot(path=str(OUTPUT / "run-page-demo.png"), full_page=True)
-    if os.environ.get("CONTEXTADMIN_DOCS_SCREENSHOTS") == "1":
-        shutil.copy(OUTPUT / "run-page-demo.png", PROJECT / "docs" / "inspector.png")

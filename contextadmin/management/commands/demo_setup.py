@@ -1,32 +1,31 @@
-"""Prepare a fresh install for the demo: the Generator workflow, an operator, MongoDB documents."""
+"""Prepare a fresh install for the demo: the demo workflows, an operator, MongoDB documents."""
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from contextadmin.models import Workflow
-from contextadmin.services import mongo_documents_seed, superuser_ensure, workflow_import
-
-DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
+from contextadmin.demo import MONGO_DOCUMENTS_PATH, demo_workflows_complete
+from contextadmin.services import mongo_documents_seed, superuser_ensure
 
 
 class Command(BaseCommand):
     help = (
-        "Import the demo workflow Generator when there are no workflows, create the first "
-        "superuser, and seed MongoDB (settings.MONGODB_URI) with the demo documents."
+        "Import the demo workflows (Generator; GeneratorChat, with hand-offs) that a database "
+        "holding no workflows of its own lacks, create the first superuser, and seed MongoDB "
+        "(settings.MONGODB_URI) with the demo documents. Safe to run on every start."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if Workflow.objects.exists():
-            self.stdout.write("demo_setup: workflows exist; demo workflow not imported")
-        else:
-            data = (DEMO_DIR / "context_variables.json").read_bytes()
-            result = workflow_import(name="Generator", data=data)
-            self.stdout.write(f"demo_setup: imported workflow Generator ({result.diff.summary()})")
+        imported = demo_workflows_complete()
+        if imported is None:
+            self.stdout.write("demo_setup: your own workflows exist; demo workflows not imported")
+        elif not imported:
+            self.stdout.write("demo_setup: the demo workflows exist; nothing imported")
+        for done in imported or []:
+            self.stdout.write(f"demo_setup: imported workflow {done.name} ({done.summary})")
 
         user = superuser_ensure(
             username=os.environ.get("DJANGO_SUPERUSER_USERNAME"),
@@ -45,7 +44,7 @@ class Command(BaseCommand):
         if not settings.MONGODB_URI:
             self.stdout.write("demo_setup: MONGODB_URI unset; MongoDB not seeded")
             return
-        documents = json.loads((DEMO_DIR / "mongo_documents.json").read_text(encoding="utf-8"))
+        documents = json.loads(MONGO_DOCUMENTS_PATH.read_text(encoding="utf-8"))
         seeded = mongo_documents_seed(
             uri=settings.MONGODB_URI, documents=documents, timeout_ms=2000
         )

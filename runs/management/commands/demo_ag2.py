@@ -9,9 +9,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from contextadmin.models import Workflow
-from contextadmin.services import workflow_import
+from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, demo_workflow_import
 from runs.client import RunReporter
+from runs.engine import mongo_client
 from runs.models import ApiToken
 from runs.services.tokens import api_token_authenticate, api_token_create
 
@@ -49,21 +49,29 @@ class Command(BaseCommand):
         except ImportError as exc:
             raise CommandError(f'{exc} (install the extra: pip install -e ".[ag2]")') from None
         logging.getLogger("autogen").setLevel(logging.WARNING)
-        self._ensure_workflow(DEMO_WORKFLOW, DEMO_CONFIG)
+        imported = demo_workflow_import(workflow=DEMO_WORKFLOWS_BY_NAME[DEMO_WORKFLOW])
+        if imported is not None:  # demo_setup imports it; a database of your own may lack it
+            self.stdout.write(f"demo_ag2: imported the demo workflow {imported.name}")
         token = options["token"] or self._demo_token(options["token_file"])
         url = options["url"].rstrip("/")
         pattern = demo_pattern(delay=options["delay"])
-        session = attach(
-            pattern,
-            DEMO_CONFIG,
-            workflow_name=DEMO_WORKFLOW,
-            enterprise_id=options["enterprise_id"],
-            reporter=RunReporter(url, token),
-            spool_dir=options["spool_dir"],
-        )
-        self.stdout.write(f"run {session.run_id}: {url}/runs/{session.run_id}/")
-        with session:
-            initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
+        mongo = self._mongo()
+        try:
+            session = attach(
+                pattern,
+                DEMO_CONFIG,
+                workflow_name=DEMO_WORKFLOW,
+                enterprise_id=options["enterprise_id"],
+                mongo=mongo,
+                reporter=RunReporter(url, token),
+                spool_dir=options["spool_dir"],
+            )
+            self.stdout.write(f"run {session.run_id}: {url}/runs/{session.run_id}/")
+            with session:
+                initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
+        finally:
+            if mongo is not None:
+                mongo.close()
         for event in session.events:
             who = event.get("agent") or event.get("tool") or event.get("name") or ""
             extra = f" -> {event['target']}" if event["type"] == "handoff" else ""
@@ -82,10 +90,16 @@ class Command(BaseCommand):
             f"{url}/runs/{session.run_id}/"
         )
 
-    def _ensure_workflow(self, name: str, path: Path) -> None:
-        if not Workflow.objects.filter(name=name).exists():
-            workflow_import(name=name, data=path.read_bytes())
-            self.stdout.write(f"demo_ag2: imported the demo workflow {name}")
+    def _mongo(self) -> Any:
+        """The runtime looks up the database variable (concept_overview) itself, as a real one
+        does: with settings.MONGODB_URI when set, else the run starts with it unresolved."""
+        if settings.MONGODB_URI:
+            return mongo_client(settings.MONGODB_URI, timeout_ms=2000)
+        self.stdout.write(
+            "demo_ag2: MONGODB_URI unset, so concept_overview stays unresolved; to look it up "
+            "in the MongoDB scripts/run started, prefix MONGODB_URI=mongodb://127.0.0.1:27018"
+        )
+        return None
 
     def _demo_token(self, path: Path | None) -> str:
         """Reuse the one demo token (its secret kept in var/), or create it once."""

@@ -5,22 +5,34 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, GENERATOR, GENERATOR_CHAT
 from runs.client import ReportError, RunReporter
 from runs.services import tokens
 
-DEMO_EVENTS = Path(__file__).resolve().parents[3] / "contextadmin" / "demo" / "run_events.jsonl"
 DEMO_TOKEN_NAME = "simulate_run (demo)"  # noqa: S105  (a name, not a secret)
 # The demo token's secret, kept for the next simulate_run (the database stores only its hash).
 DEMO_TOKEN_FILE = Path(settings.BASE_DIR) / "var" / "simulate_run.token"
 
 
 class Command(BaseCommand):
-    help = "Replay a scripted run through the runtime client against a running server."
+    help = (
+        "Replay a scripted run through the runtime client against a running server. Without "
+        f"arguments: the {GENERATOR_CHAT.name} demo's run (hand-offs, a tool, three flags, "
+        "completed)."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("workflow")
         parser.add_argument(
-            "--events", type=Path, default=DEMO_EVENTS, help="a JSON-lines file of events"
+            "workflow",
+            nargs="?",
+            default=GENERATOR_CHAT.name,
+            help=f"the workflow to run (default: {GENERATOR_CHAT.name})",
+        )
+        parser.add_argument(
+            "--events",
+            type=Path,
+            help="a JSON-lines file of events (default: a demo workflow's own script; for other "
+            f"workflows {GENERATOR.name}'s, which has no hand-off events)",
         )
         parser.add_argument("--delay", type=float, default=0.5, help="seconds between events")
         parser.add_argument("--url", default="http://127.0.0.1:8000")
@@ -39,10 +51,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        events = self._read_events(options["events"])
-        ends = bool(events) and events[-1]["type"] == "run_status" and events[-1].get(
-            "status"
-        ) in ("completed", "failed", "cancelled")
+        path = options["events"] or demo_events_path(workflow=options["workflow"])
+        events = self._read_events(path)
+        ends = (
+            bool(events)
+            and events[-1]["type"] == "run_status"
+            and events[-1].get("status") in ("completed", "failed", "cancelled")
+        )
         if not ends and not options["no_complete"]:  # a demo run that ends, as real ones do
             events.append({"type": "run_status", "status": "completed"})
         token = options["token"] or self._local_token()
@@ -108,3 +123,10 @@ class Command(BaseCommand):
         DEMO_TOKEN_FILE.touch(mode=0o600)
         DEMO_TOKEN_FILE.write_text(secret + "\n")
         return secret
+
+
+def demo_events_path(*, workflow: str) -> Path:
+    """The script to replay when none is given: a demo workflow's own (GeneratorChat's refers to
+    its hand-off rules), else Generator's, whose events fit any workflow."""
+    demo = DEMO_WORKFLOWS_BY_NAME.get(workflow, GENERATOR)
+    return demo.events_path
