@@ -104,6 +104,11 @@ def run_page_screenshot(*, site: NewcomerSite, run_id: str, output: Path) -> Non
             expect(page.locator("#run-status")).to_have_text("completed")
             expect(page.locator('#handoffs tr[data-status="holds"]').first).to_be_visible()
             page.wait_for_load_state("networkidle")
+            # Rows below the fold skip rendering (content-visibility: auto) and a full-page
+            # screenshot does not scroll: grow the viewport to the page so every part paints.
+            height = page.evaluate("document.documentElement.scrollHeight")
+            page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+            page.wait_for_timeout(300)  # a frame or two for the newly visible rows
             output.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(output), full_page=True)
         finally:
