@@ -9,9 +9,12 @@ batches every 10 ms (``POST /api/runs/<id>/events/``, one keep-alive connection)
 time. In the page a ``requestAnimationFrame`` loop records every frame's duration and a
 ``PerformanceObserver`` the long tasks (> 50 ms). Reported: frame time p50 / p95 / max, long
 tasks, the events the server took and the page showed, the rows the event list holds (capped)
-and the JS heap. The page is responsive when p95 frame time <= 16 ms (60 Hz) — it is drawn at
-most once a frame: the stream appends the frame's rows together, the context, flags and graph
-redraw once a frame (run.js ``schedule``), and the list keeps at most 3,000 rows.
+and the JS heap. The page is responsive when p95 frame time <= 16 ms (60 Hz: one frame
+interval, 16.7 ms, is the floor a requestAnimationFrame loop can measure). What keeps it there
+(static/inspector/): the event list keeps at most 500 rows and appends the newest together at
+most every 100 ms (stream.js), the panels redraw at most every 250 ms and only what changed
+(run.js ``schedule``), and the connection's "last event #N" tooltip is written a few times a
+second, not per event (socket.js).
 """
 
 from __future__ import annotations

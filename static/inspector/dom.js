@@ -38,6 +38,11 @@ export function replace(node, ...children) {
   return append(node, children);
 }
 
+/** Set a node's text only when it differs (rewriting the same text still costs a layout). */
+export function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
 /** Read the JSON a template rendered with json_script. */
 export function jsonScript(id) {
   const node = document.getElementById(id);

@@ -3,7 +3,7 @@
 // namespaces and event types) is displayed as sent, never recomputed here.
 
 import { renderContext } from "./context.js";
-import { debounce, el, getJSON, jsonScript, replace } from "./dom.js";
+import { debounce, el, getJSON, jsonScript, replace, setText } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
 import { isStale, lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
@@ -28,6 +28,7 @@ const model = {
   flips: [], // every flip so far, with its seq and cause
   sets: [], // context_set changes seen in the stream: { name, seq, value }
   changed: new Set(),
+  revision: 0, // bumped when the context, its provenance, flips or sets change (redraw the table)
   execution: {}, // state.execution: current_agent, visited_agents, path (the agents graph)
   readiness: null, // the server's hand-off readiness (null: not sent, rules shown without status)
   run: { ...page.run }, // the lifecycle: started_at, ended_at, last_event_at, ended_by
@@ -37,11 +38,16 @@ const initial = readState(); // the shared view: ?at, ?agent, ?type, ?compare, ?
 let compareFollows = !initial.compare || initial.compare[1] === "live";
 // live: follow the stream; otherwise show `state` as of `seq` (from the state API)
 let view = { live: true, seq: null, state: null };
+let viewRevision = 0; // bumped whenever `view` is replaced
+function setView(next) {
+  view = next;
+  viewRevision += 1;
+}
 
 const stream = new EventStream({
   list: $("stream"), empty: $("stream-empty"),
   agentSelect: $("filter-agent"), typeSelect: $("filter-type"), pauseButton: $("pause"),
-  noMatch: $("stream-nomatch"), types: eventTypes,
+  noMatch: $("stream-nomatch"), capped: $("stream-capped"), types: eventTypes,
   onFilter: ({ agent, type }) => writeState({ agent, type }),
   onSelect: (seq) => writeState({ event: seq }),
 });
@@ -56,7 +62,8 @@ const derivedFlags = Object.entries(page.variables)
   .map(([name, meta]) => ({ name, initial: meta.default ?? false }));
 
 function jump(seq) {
-  if (!stream.jumpTo(seq)) $("stream").scrollIntoView({ block: "start" });
+  // an event no longer in the list: show the list's head, which says where earlier events are
+  if (!stream.jumpTo(seq)) $("stream").closest("section").scrollIntoView({ block: "start" });
 }
 
 function describeFlip(flip) {
@@ -76,6 +83,9 @@ function shown() {
 // -- rendering (batched: at most once per frame) -------------------------------------------------
 let frame = null;
 let graphDrawn = null; // what the agents graph shows now, to skip redrawing an unchanged graph
+// the same for the context table and the hand-offs: most events of a fast run change neither
+let contextDrawn = null;
+let handoffsDrawn = null;
 // Coalesced: the panels redraw at most every RENDER_EVERY_MS, so a fast run (1,000 events/s)
 // costs a few redraws a second, not one per frame; the event list appends once a frame.
 const RENDER_EVERY_MS = 250;
@@ -93,23 +103,27 @@ function render() {
   lastRender = performance.now();
   if (!model.ready) return;
   const current = shown();
-  $("run-seq").textContent = String(model.lastSeq);
+  setText($("run-seq"), String(model.lastSeq));
   renderLifecycle();
 
   const slider = $("travel-seq");
   slider.max = String(model.lastSeq);
   if (view.live) {
     slider.value = String(model.lastSeq);
-    $("travel-out").textContent = `#${model.lastSeq}`;
+    setText($("travel-out"), `#${model.lastSeq}`);
   }
   $("compare-b").max = $("compare-a").max = String(model.lastSeq);
   if (compareFollows) $("compare-b").value = String(model.lastSeq);
-  $("context-at").textContent = view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`;
+  setText($("context-at"), view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`);
 
-  renderContext($("context"), {
-    context: current.context, provenance: current.provenance, flips: current.flips, sets: current.sets,
-    variables: page.variables, onJump: jump, changed: view.live ? model.changed : null, categories, baseFlags,
-  });
+  const contextKey = view.live ? `live ${model.revision}` : `at ${viewRevision}`;
+  if (contextKey !== contextDrawn) {
+    contextDrawn = contextKey;
+    renderContext($("context"), {
+      context: current.context, provenance: current.provenance, flips: current.flips, sets: current.sets,
+      variables: page.variables, onJump: jump, changed: view.live ? model.changed : null, categories, baseFlags,
+    });
+  }
   model.changed.clear();
 
   const flags = derivedFlags.map((flag) => ({
@@ -122,7 +136,11 @@ function render() {
     ],
   }));
   renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
-  renderHandoffs($("handoffs"), page.handoffs, current.readiness);
+  const handoffsKey = JSON.stringify(current.readiness);
+  if (handoffsKey !== handoffsDrawn) {
+    handoffsDrawn = handoffsKey;
+    renderHandoffs($("handoffs"), page.handoffs, current.readiness);
+  }
   const execution = current.execution || {};
   const graphKey = JSON.stringify([view.live ? null : view.seq, execution.current_agent,
     execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status)]);
@@ -130,7 +148,7 @@ function render() {
     graphDrawn = graphKey;
     renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution, onJump: jump });
   }
-  $("graph-at").textContent = view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`;
+  setText($("graph-at"), view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`);
   if (view.live) resolveSoon();
 }
 
@@ -143,14 +161,17 @@ function utcText(iso) {
 function renderLifecycle() {
   const run = { ...model.run, status: model.status };
   const staleAfterS = page.stale_after_s;
-  $("run-status").textContent = statusLabel(run, staleAfterS);
-  $("run-status").dataset.status = statusKey(run, staleAfterS);
-  $("run-status").title = isStale(run, staleAfterS)
+  const pill = $("run-status");
+  setText(pill, statusLabel(run, staleAfterS));
+  const key = statusKey(run, staleAfterS);
+  if (pill.dataset.status !== key) pill.dataset.status = key;
+  const title = isStale(run, staleAfterS)
     ? `running, but no event for more than ${staleAfterS} s (RUNS_STALE_AFTER_S)` : "";
-  $("run-duration").textContent = runDuration(run);
+  if (pill.title !== title) pill.title = title;
+  setText($("run-duration"), runDuration(run));
   const last = run.last_event_at;
-  $("run-last-event").textContent = last && model.lastSeq ? utcText(last) : "—";
-  $("run-ended").textContent = run.ended_at ? utcText(run.ended_at) : "not yet";
+  setText($("run-last-event"), last && model.lastSeq ? utcText(last) : "—");
+  setText($("run-ended"), run.ended_at ? utcText(run.ended_at) : "not yet");
 }
 setInterval(renderLifecycle, 5000); // the duration and the stale marker move with the clock
 
@@ -163,6 +184,7 @@ function onSnapshot(message) {
       last_event_at: message.run.last_event_at || model.run.last_event_at };
   }
   model.lastSeq = message.seq;
+  model.revision += 1;
   model.context = message.state.context;
   model.provenance = message.provenance;
   model.flips = message.flips || [];
@@ -217,7 +239,9 @@ function onEvent(message) {
     model.flips.push(flip);
     flipped.add(flip.name);
   }
+  if (message.flips?.length) model.revision += 1;
   for (const [name, change] of Object.entries(message.changes || {})) {
+    model.revision += 1;
     model.context[name] = change.new;
     model.changed.add(name);
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
@@ -252,7 +276,7 @@ let travelToken = 0;
 
 function goLive() {
   travelToken += 1;
-  view = { live: true, seq: null, state: null };
+  setView({ live: true, seq: null, state: null });
   writeState({ at: null });
   $("travel-live").setAttribute("aria-pressed", "true");
   $("travel-note").hidden = true;
@@ -270,14 +294,14 @@ async function travelTo(seq) {
   try {
     const data = await getJSON(urls.state, { at: seq });
     if (token !== travelToken) return; // a newer request superseded this one
-    view = {
+    setView({
       live: false,
       seq: data.seq,
       state: {
         context: data.state.context, provenance: data.provenance, flips: data.flips,
         execution: data.state.execution, readiness: data.handoffs ?? null,
       },
-    };
+    });
     replace($("travel-note"), `Showing the state after event #${data.seq} of ${model.lastSeq}. The event stream stays live. `,
       el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
     $("travel-note").hidden = false;

@@ -172,6 +172,21 @@ export class LiveSocket {
   }
 }
 
+// "last event #N" is a tooltip: written at most every TITLE_EVERY_MS, not for each event of a
+// fast run (an attribute write per event costs the page a style pass every frame)
+const TITLE_EVERY_MS = 250;
+const titles = new Map();
+let titleTimer = null;
+
+function titleSoon(node, title) {
+  titles.set(node, title);
+  titleTimer ??= setTimeout(() => {
+    titleTimer = null;
+    for (const [target, text] of titles) if (target.title !== text) target.title = text;
+    titles.clear();
+  }, TITLE_EVERY_MS);
+}
+
 /** Render a LiveSocket status into an indicator element. */
 export function showStatus(node, state, detail = {}) {
   if (node.dataset.state !== state) node.dataset.state = state;
@@ -186,5 +201,5 @@ export function showStatus(node, state, detail = {}) {
   // called for every event of a fast run: write only what changed (no needless style work)
   if (node.textContent !== label) node.textContent = label;
   const title = detail.seq !== undefined ? `last event #${detail.seq}` : "";
-  if (node.title !== title) node.title = title;
+  if (node.title !== title || titles.has(node)) titleSoon(node, title);
 }

@@ -2,7 +2,13 @@
 
 import { el, replace, show } from "./dom.js";
 
-const MAX_ROWS = 3000; // older rows leave the page; time travel still reaches every event
+// The list keeps the newest MAX_ROWS rows (older ones leave the page, and the page says so:
+// time travel and the JSONL download still reach every event). Rendering cost grows with the
+// rows a list holds, so a short list is what lets a fast run (1,000 events/s) keep 60 Hz.
+export const MAX_ROWS = 500;
+// A fast run: the list catches up at most every LIST_EVERY_MS (the newest rows together), not
+// every frame; a slow one gets each event at the next frame as before.
+const LIST_EVERY_MS = 100;
 
 /** The sender the server normalised (message.agent); else the event's own agent if a string. */
 export function senderOf(message) {
@@ -32,21 +38,26 @@ function body(event) {
 
 export class EventStream {
   /** types: the event types the server accepts (runs.engine.EVENT_TYPES), for the type filter. */
-  constructor({ list, empty, noMatch, agentSelect, typeSelect, pauseButton, types, onFilter, onSelect }) {
+  constructor({ list, empty, noMatch, capped, agentSelect, typeSelect, pauseButton, types, onFilter, onSelect }) {
     this.list = list;
     this.empty = empty;
     this.noMatch = noMatch; // says so when the filters hide every event
+    this.capped = capped; // says so when older events left the list, and where they still are
+    this.dropped = 0; // events that left the list (or never entered it) because of MAX_ROWS
     this.onFilter = onFilter || (() => {});
     this.onSelect = onSelect || (() => {});
     this.selected = null;
     this.scrollPending = null;
-    this.pending = []; // messages waiting for the next frame
+    this.pending = []; // messages waiting for the next append (at most MAX_ROWS of them)
     this.frame = null;
+    this.timer = null;
+    this.lastAppend = -Infinity;
     this.agentSelect = agentSelect;
     this.typeSelect = typeSelect;
     this.pauseButton = pauseButton;
     this.paused = false;
-    this.buffer = [];
+    this.buffer = []; // while paused: the newest MAX_ROWS messages
+    this.buffered = 0; // how many arrived while paused
     this.agents = new Set();
     this.types = new Set();
     for (const type of types) this.addOption(this.typeSelect, this.types, type);
@@ -69,34 +80,61 @@ export class EventStream {
     select.append(el("option", { value }, value));
   }
 
-  /** Take one `event` message (already deduped and in order). Rows are appended once a
-   * frame, together: a fast run (1,000 events/s) costs one layout per frame, not per event. */
+  /** Take one `event` message (already deduped and in order). Rows are appended in a frame,
+   * together, at most every LIST_EVERY_MS: a fast run costs ten list layouts a second, not one
+   * per event, and never builds a row the list would drop at once. */
   add(message) {
     if (this.paused) {
-      this.buffer.push(message);
+      this.buffered += 1;
+      if (this.buffer.push(message) > MAX_ROWS) this.buffer.shift();
       this.updatePauseLabel();
       return;
     }
-    this.pending.push(message);
-    if (this.frame === null) {
+    if (this.pending.push(message) > MAX_ROWS) {
+      this.pending.shift();
+      this.dropped += 1;
+    }
+    this.schedule();
+  }
+
+  schedule() {
+    if (this.frame !== null || this.timer !== null) return;
+    const append = () => {
+      this.timer = null;
       this.frame = requestAnimationFrame(() => {
         this.frame = null;
         const pending = this.pending;
         this.pending = [];
-        // more than a page keeps: only the newest MAX_ROWS are ever shown
-        this.render(pending.length > MAX_ROWS ? pending.slice(-MAX_ROWS) : pending);
+        this.render(pending);
       });
-    }
+    };
+    const wait = this.lastAppend + LIST_EVERY_MS - performance.now();
+    if (wait <= 0) append();
+    else this.timer = setTimeout(append, wait);
+  }
+
+  /** Stop a scheduled append (flush and clear take what waits themselves). */
+  unschedule() {
+    if (this.frame !== null) cancelAnimationFrame(this.frame);
+    clearTimeout(this.timer);
+    this.frame = null;
+    this.timer = null;
   }
 
   render(messages) {
+    this.lastAppend = performance.now();
     const stick = this.stuck; // kept by the scroll listener: no layout read before the append
+    const filter = { agent: this.agentSelect.value, type: this.typeSelect.value };
     const fragment = document.createDocumentFragment();
-    for (const message of messages) fragment.append(this.row(message));
+    for (const message of messages) fragment.append(this.row(message, filter));
     this.list.append(fragment);
-    while (this.list.childElementCount > MAX_ROWS) this.list.firstElementChild.remove();
+    for (let extra = this.list.childElementCount - MAX_ROWS; extra > 0; extra -= 1) {
+      this.list.firstElementChild.remove();
+      this.dropped += 1;
+    }
     this.empty.hidden = this.list.childElementCount > 0;
     this.updateNoMatch();
+    this.updateCapped();
     if (stick) this.list.scrollTop = this.list.scrollHeight;
     if (this.scrollPending !== null) { // the selected event from the URL, once it arrives
       const row = document.getElementById(`event-${this.scrollPending}`);
@@ -104,7 +142,7 @@ export class EventStream {
     }
   }
 
-  row(message) {
+  row(message, filter) {
     const { seq, event } = message;
     const who = senderOf(message) || event.tool || "";
     this.addOption(this.agentSelect, this.agents, who);
@@ -117,13 +155,11 @@ export class EventStream {
       who ? el("span", { class: "ev-agent" }, who) : null,
       body(event),
       flips.length ? el("div", { class: "ev-flips" }, flips) : null);
-    row.hidden = !this.visible(row);
+    row.hidden = !this.visible(row, filter);
     return row;
   }
 
-  visible(row) {
-    const agent = this.agentSelect.value;
-    const type = this.typeSelect.value;
+  visible(row, { agent, type } = { agent: this.agentSelect.value, type: this.typeSelect.value }) {
     return (!agent || row.dataset.agent === agent) && (!type || row.dataset.type === type);
   }
 
@@ -157,6 +193,27 @@ export class EventStream {
     this.noMatch.hidden = false;
   }
 
+  /** Say so once events left the list: which ones it still shows, and where the rest are. */
+  updateCapped() {
+    if (!this.capped || !this.dropped) return;
+    const first = this.list.firstElementChild?.dataset.seq;
+    const text = `Showing the last ${this.list.childElementCount} events, from #${first}: earlier ones left `
+      + "the list to keep the page fast. Time travel reaches every event; ";
+    const lead = this.capped.firstChild;
+    if (lead && lead.nodeType === Node.TEXT_NODE) {
+      if (lead.data !== text) lead.data = text;
+    } else {
+      const download = document.getElementById("download");
+      replace(this.capped, text, el("a", {
+        href: download.getAttribute("href"), download: download.getAttribute("download"), id: "stream-download",
+      }, "download all events (JSONL)"), ".");
+    }
+    if (this.capped.hidden) {
+      this.capped.hidden = false;
+      for (const note of document.querySelectorAll("[data-hide-when-capped]")) note.hidden = true;
+    }
+  }
+
   /** Highlight one event as the selected one (its row may arrive later). */
   highlight(seq) {
     this.selected = seq;
@@ -174,8 +231,7 @@ export class EventStream {
 
   /** Append what waits for the next frame now (before pausing, jumping or clearing). */
   flush() {
-    if (this.frame !== null) cancelAnimationFrame(this.frame);
-    this.frame = null;
+    this.unschedule();
     const pending = this.pending;
     this.pending = [];
     if (pending.length) this.render(pending);
@@ -187,7 +243,9 @@ export class EventStream {
     this.pauseButton.setAttribute("aria-pressed", String(paused));
     if (!paused && this.buffer.length) {
       const pending = this.buffer;
+      this.dropped += this.buffered - pending.length; // arrived while paused, past the cap
       this.buffer = [];
+      this.buffered = 0;
       this.render(pending);
       this.list.scrollTop = this.list.scrollHeight;
     }
@@ -195,9 +253,10 @@ export class EventStream {
   }
 
   updatePauseLabel() {
-    this.pauseButton.textContent = this.paused
-      ? `Resume live${this.buffer.length ? ` (${this.buffer.length} new)` : ""}`
+    const text = this.paused
+      ? `Resume live${this.buffered ? ` (${this.buffered} new)` : ""}`
       : "Pause live";
+    if (this.pauseButton.textContent !== text) this.pauseButton.textContent = text;
   }
 
   atBottom() {
@@ -221,11 +280,11 @@ export class EventStream {
   }
 
   clear() {
-    if (this.frame !== null) cancelAnimationFrame(this.frame);
-    this.frame = null;
+    this.unschedule();
     this.pending = [];
     replace(this.list);
     this.buffer = [];
+    this.buffered = 0;
     this.empty.hidden = false;
   }
 }
