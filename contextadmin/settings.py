@@ -161,9 +161,13 @@ elif REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels.layers.InMemoryChannelLayer",
-            "CONFIG": {"capacity": CHANNEL_LAYER_CAPACITY, "expiry": 30},
+        "default": {  # channels' in-memory layer, swept at most once a second (B11)
+            "BACKEND": "runs.channels_overrides.SweptInMemoryChannelLayer",
+            "CONFIG": {
+                "capacity": CHANNEL_LAYER_CAPACITY,
+                "expiry": 30,
+                "sweep_every_s": env.float("CHANNEL_LAYER_SWEEP_S", default=1.0),
+            },
         }
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -22,13 +23,12 @@ from runs import ratelimit, selectors
 from runs.api import json_decode
 from runs.auth import authenticate, staff_session_check
 from runs.batching import IngestBatcher, error_message
-from runs.channels_dispatch import DispatchWithoutConnectionHop
-from runs.db import pool_sync_to_async
+from runs.channels_overrides import DispatchWithoutConnectionHop
 from runs.errors import ApiError, BadRequest, RateLimited, Unauthorized
 from runs.models import ApiToken
 from runs.resume import RESYNC_INTERVAL_S, RESYNC_MAX_INTERVAL_S, ResumeStream
 from runs.services import ingest
-from runs.services.broadcast import RUNS_GROUP, broadcasts_collected, broadcasts_send, run_group
+from runs.services.broadcast import RUNS_GROUP, run_group
 from runs.services.tokens import api_token_is_live
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ CLOSE_CODES = {401: CLOSE_UNAUTHORIZED, 403: CLOSE_FORBIDDEN, 404: CLOSE_NOT_FOU
                429: CLOSE_TOO_MANY}
 TOKEN_RECHECK_S = 1.0  # an open ingest socket notices a revoked token within this long
 SESSION_RECHECK_S = 1.0  # an open inspector socket re-reads its session this often...
-SESSION_SHARED_S = 0.5  # ...sharing a read younger than this with the session's other sockets
+SHARED_READ_S = 0.5  # ...sharing a read younger than this with the other sockets (SharedReads)
 PING_MAX_CHARS = 200
 
 
@@ -69,37 +69,37 @@ class RefusedSocket(AsyncWebsocketConsumer):
         await self.close()
 
 
-class SessionRechecks:
-    """One re-read of a session at a time, shared by all the sockets of that session.
+class SharedReads:
+    """One database read at a time per key, shared by every socket that asks for it.
 
     Fifty inspector sockets of one operator connect together and would re-read the same
-    session together every second, fifty hops queued on channels' one sync thread. A read
-    younger than SESSION_SHARED_S (or still under way) answers them all, so a lost session
-    is noticed within SESSION_RECHECK_S + SESSION_SHARED_S.
+    session together every second, and a thousand ingest sockets of ten tokens would re-read
+    their token a thousand times a second: each a hop onto channels' one sync thread. A read
+    younger than SHARED_READ_S (or still under way) answers them all, so a lost session or a
+    revoked token is noticed within its recheck interval + SHARED_READ_S.
     """
 
     def __init__(self) -> None:
-        self._reads: dict[str | None, tuple[float, asyncio.Future[Any]]] = {}
+        self._reads: dict[Any, tuple[float, asyncio.Future[Any]]] = {}
 
-    async def check(self, *, session_key: str | None) -> None:
-        """Raise the ApiError of ``staff_session_check`` when the session is no longer staff."""
+    async def read(self, *, key: Any, read: Callable[[], Any]) -> Any:
+        """Return ``read()``'s answer (or raise its error), read at most once per key per
+        SHARED_READ_S in the thread channels gives database work."""
         now = time.monotonic()
-        kept = self._reads.get(session_key)
+        kept = self._reads.get(key)
         loop = asyncio.get_running_loop()
-        if kept is None or now - kept[0] >= SESSION_SHARED_S or kept[1].get_loop() is not loop:
+        if kept is None or now - kept[0] >= SHARED_READ_S or kept[1].get_loop() is not loop:
             if len(self._reads) >= 10_000:  # forget reads too old to share
                 self._reads = {
-                    key: read for key, read in self._reads.items()
-                    if now - read[0] < SESSION_SHARED_S
+                    k: kept for k, kept in self._reads.items() if now - kept[0] < SHARED_READ_S
                 }
-            read = asyncio.ensure_future(
-                database_sync_to_async(staff_session_check)(session_key=session_key)
-            )
-            kept = self._reads[session_key] = (now, read)
-        await asyncio.shield(kept[1])
+            future = asyncio.ensure_future(database_sync_to_async(read)())
+            kept = self._reads[key] = (now, future)
+        return await asyncio.shield(kept[1])
 
 
-session_rechecks = SessionRechecks()
+session_reads = SharedReads()
+token_reads = SharedReads()
 
 
 class StaffSocket(DispatchWithoutConnectionHop, AsyncWebsocketConsumer):
@@ -132,7 +132,9 @@ class StaffSocket(DispatchWithoutConnectionHop, AsyncWebsocketConsumer):
         self.session_checked_at = now
         key = getattr(self.scope.get("session"), "session_key", None)
         try:
-            await session_rechecks.check(session_key=key)
+            await session_reads.read(
+                key=key, read=lambda: staff_session_check(session_key=key)
+            )
         except ApiError as exc:
             self.session_lost = True
             await self.close(code=CLOSE_CODES.get(exc.status, CLOSE_FORBIDDEN))
@@ -230,9 +232,10 @@ class RunListConsumer(StaffSocket):
             await self.channel_layer.group_discard(RUNS_GROUP, self.channel_name)
 
     async def runs_run(self, message: dict[str, Any]) -> None:
-        """A run started or changed (``runs.run``)."""
+        """Runs started or changed (``runs.run``): one frame per run."""
         if await self._session_live():
-            await self.send(text_data=message["text"])
+            for text in message["texts"]:
+                await self.send(text_data=text)
 
 
 class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
@@ -326,12 +329,8 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
         self.token_checked_at = time.monotonic()
 
     async def _ingest(self, run_id: str, events: list[Any]) -> list[dict[str, Any]]:
-        """Ingest a batch in the thread pool; broadcast what it committed from the loop."""
-        with broadcasts_collected() as sends:
-            result = await pool_sync_to_async(ingest.event_ingest)(
-                run_id=run_id, events=events, token=self.token
-            )
-        await broadcasts_send(sends)
+        """Ingest a batch in this process's next group commit; ack each event."""
+        result = await ingest.event_ingest_grouped(run_id=run_id, events=events, token=self.token)
         return [{"type": "ack", "seq": ack["seq"], "flips": ack["flips"]} for ack in result.acks]
 
     async def _token_revoked(self) -> bool:
@@ -340,7 +339,9 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
         if now - self.token_checked_at < TOKEN_RECHECK_S:
             return False
         self.token_checked_at = now
-        live = await database_sync_to_async(api_token_is_live)(token=self.token)
+        token = self.token
+        assert token is not None
+        live = await token_reads.read(key=token.pk, read=lambda: api_token_is_live(token=token))
         return not live
 
     def _origin_allowed(self) -> bool:

@@ -88,9 +88,10 @@ class StateAt:
 
 def run_state_at(*, run: Run, seq: int | None = None) -> StateAt:
     """Return the state after ``seq`` events (latest when None), replayed from the log."""
-    if seq is None or seq == run.last_seq:
-        return StateAt(seq=run.last_seq, state=run.state)
-    return StateAt(seq=seq, state=_state_replayed(run=run, seq=seq).to_dict())
+    seq = run.last_seq if seq is None else seq
+    if seq == stored_state_seq(run.state):
+        return StateAt(seq=seq, state=run.state)
+    return StateAt(seq=seq, state=run_state_rebuilt(run=run, seq=seq).to_dict())
 
 
 def run_snapshot(*, run_id: str, after: int | None) -> dict[str, Any]:
@@ -101,19 +102,38 @@ def run_snapshot(*, run_id: str, after: int | None) -> dict[str, Any]:
     return {"type": "snapshot", **state, "run": run_summary(run=run)}
 
 
-def _state_replayed(*, run: Run, seq: int) -> RunState:
-    """The run's state after ``seq`` events: its nearest snapshot, then the log after it."""
+def stored_state_seq(state: Mapping[str, Any]) -> int:
+    """The seq a stored state (``run.state``, a snapshot) is as of.
+
+    Ingest rewrites ``run.state`` only now and then (``runs.services.ingest``), so it may be
+    behind ``run.last_seq``; the state says itself how far it is."""
+    return int((state.get("execution") or {}).get("last_seq") or 0)
+
+
+def run_state_rebuilt(*, run: Run, seq: int) -> RunState:
+    """The run's state after ``seq`` events: the nearest stored state at or before it (the
+    run's own ``state`` or a snapshot, every SNAPSHOT_EVERY events), then the log after it."""
     if seq > run.last_seq:
         raise BadRequest(f"at: the run has {run.last_seq} events, got at={seq}")
-    if seq == run.last_seq:
-        return RunState.from_dict(run_config(run), run.state)
-    snapshot = RunSnapshot.objects.filter(run=run, seq__lte=seq).order_by("-seq").first()
-    if snapshot is None:  # runs always have one at seq 0; be robust anyway
+    config = run_config(run)
+    base, base_seq = run.state, stored_state_seq(run.state)
+    if base_seq > seq:
+        base, base_seq = None, -1
+    if base_seq < seq:
+        snapshot = (
+            RunSnapshot.objects.filter(run=run, seq__lte=seq, seq__gt=base_seq)
+            .order_by("-seq")
+            .first()
+        )
+        if snapshot is not None:
+            base, base_seq = snapshot.state, snapshot.seq
+    if base is None:  # runs always have one at seq 0; be robust anyway
         raise NotFound(f"run {run.pk} has no snapshot to replay from")
-    state = RunState.from_dict(run_config(run), snapshot.state)
-    payloads = RunEvent.objects.filter(run=run, seq__gt=snapshot.seq, seq__lte=seq).order_by("seq")
-    for payload in payloads.values_list("payload", flat=True).iterator(chunk_size=500):
-        state.apply(payload)
+    state = RunState.from_dict(config, base)
+    if base_seq < seq:
+        payloads = RunEvent.objects.filter(run=run, seq__gt=base_seq, seq__lte=seq).order_by("seq")
+        for payload in payloads.values_list("payload", flat=True).iterator(chunk_size=500):
+            state.apply(payload)
     return state
 
 
@@ -151,7 +171,7 @@ def run_event_messages(
         return []
     run = run_get(run_id=run_id)
     config = run_config(run)
-    state = _state_replayed(run=run, seq=after)
+    state = run_state_rebuilt(run=run, seq=after)
     messages = []
     for event in events:
         state.apply(event.payload)
@@ -162,11 +182,17 @@ def run_event_messages(
     return messages
 
 
-def run_summary(*, run: Run) -> dict[str, Any]:
+def run_flags(flips: list[dict[str, Any]]) -> list[str]:
+    """The flags a run's flips left on (the runs list's "flags" column)."""
+    return sorted({f["name"] for f in flips if f.get("value") is True})
+
+
+def run_summary(*, run: Run, flags: list[str] | None = None) -> dict[str, Any]:
     """Describe a run for lists and the runs socket.
 
     ``last_event_at`` is known when the run was read with ``runs_annotated`` (lists, the run
     page); the socket's summaries leave it None and the page takes the arrival time instead.
+    ``flags`` (``run_flags``) saves reading the run's stored state when the caller has them.
     """
     last_event_at = getattr(run, "last_event_at", None)
     return {
@@ -180,7 +206,7 @@ def run_summary(*, run: Run) -> dict[str, Any]:
         "ended_at": run.ended_at.isoformat() if run.ended_at else None,
         "event_count": run.last_seq,
         "flip_count": run.flip_count,
-        "flags": sorted({f["name"] for f in run.state.get("flips", []) if f.get("value") is True}),
+        "flags": run_flags(run.state.get("flips", [])) if flags is None else flags,
         "last_event_at": last_event_at.isoformat() if last_event_at else None,
         "ended_by": run_ended_by(run=run),
     }

@@ -68,11 +68,31 @@ def broadcasts_collected() -> Iterator[list[Send]]:
         _collected.reset(token)
 
 
+def runs_list_merged(sends: list[Send]) -> list[Send]:
+    """One runs-list message for all of ``sends``' run changes (the latest of each run), last:
+    a group commit of many runs sends one group message to the runs list, not one per run."""
+    changes: dict[str, str] = {}
+    kept: list[Send] = []
+    for group, message in sends:
+        if group == RUNS_GROUP and message.get("type") == "runs.run":
+            for run_id, text in zip(message["run_ids"], message["texts"], strict=True):
+                changes.pop(run_id, None)
+                changes[run_id] = text
+        else:
+            kept.append((group, message))
+    if changes:
+        runs = {"type": "runs.run", "run_ids": list(changes), "texts": list(changes.values())}
+        kept.append((RUNS_GROUP, runs))
+    return kept
+
+
 async def broadcasts_send(sends: list[Send]) -> None:
-    """Send group messages in order, each bounded by BROADCAST_TIMEOUT_S; never raises."""
+    """Send group messages in order (the runs list's merged into one, last), each bounded by
+    BROADCAST_TIMEOUT_S; never raises."""
     layer = get_channel_layer()
     if not sends or layer is None or breaker.is_open():
         return
+    sends = runs_list_merged(sends)
     group = sends[0][0]
     try:
         for group, message in sends:
@@ -93,10 +113,11 @@ def _sends_dispatch(sends: list[Send]) -> None:
         async_to_sync(broadcasts_send)(sends)
 
 
-def run_message(run: Run) -> Send:
+def run_message(run: Run, *, flags: list[str] | None = None) -> Send:
     """The runs list's message for a run that started or changed."""
-    text = selectors.json_text({"type": "run", "run": selectors.run_summary(run=run)})
-    return RUNS_GROUP, {"type": "runs.run", "text": text}
+    summary = selectors.run_summary(run=run, flags=flags)
+    text = selectors.json_text({"type": "run", "run": summary})
+    return RUNS_GROUP, {"type": "runs.run", "run_ids": [run.pk], "texts": [text]}
 
 
 def run_started_broadcast(run: Run) -> None:
@@ -104,10 +125,12 @@ def run_started_broadcast(run: Run) -> None:
     transaction.on_commit(lambda: _sends_dispatch([run_message(run)]))
 
 
-def run_events_broadcast(run: Run, messages: list[tuple[int, str]]) -> None:
+def run_events_broadcast(run: Run, messages: list[tuple[int, str]], *, flags: list[str]) -> None:
     """After commit, send a batch's event messages to the run's inspectors (one group message)
-    and the run's new summary to the runs list."""
+    and the run's new summary, with the ``flags`` now on, to the runs list."""
     group_message = {"type": "run.events", "items": messages}
     transaction.on_commit(
-        lambda: _sends_dispatch([(run_group(run.pk), group_message), run_message(run)])
+        lambda: _sends_dispatch(
+            [(run_group(run.pk), group_message), run_message(run, flags=flags)]
+        )
     )

@@ -8,6 +8,7 @@ several processes, or a restart, never disagree about a run.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -41,14 +42,24 @@ def run_config(run: Run) -> ContextVariablesFile:
     return config
 
 
-_live_states: dict[str, tuple[Any, int, str, RunState, int]] = {}  # pk -> key, state, bytes
+@dataclass
+class LiveState:
+    """A run's state as of ``run.last_seq``, with what the database holds of it: the seq of
+    the stored ``run.state`` (ingest rewrites it only now and then) and its size in bytes."""
+
+    state: RunState
+    stored_seq: int
+    size: int
+
+
+_live_states: dict[str, tuple[Any, int, str, LiveState]] = {}  # pk -> key..., live state
 _live_bytes = 0
 _live_lock = threading.Lock()
 
 
-def live_state_take(run: Run) -> RunState:
-    """Return the run's state as of ``run.last_seq``: the one this process kept after its last
-    batch when it still matches (same run, same last seq), else rebuilt from ``run.state``.
+def live_state_take(run: Run) -> LiveState | None:
+    """Return the run's state as of ``run.last_seq`` that this process kept after its last
+    batch, when it still matches (same run, same last seq); None when it must be read.
 
     The caller owns the returned state (it leaves the cache): a batch that fails half-way
     cannot leave a half-applied state behind. ``live_state_keep`` puts it back after commit.
@@ -57,26 +68,26 @@ def live_state_take(run: Run) -> RunState:
     with _live_lock:
         kept = _live_states.pop(run.pk, None)
         if kept is not None:
-            _live_bytes -= kept[4]
+            _live_bytes -= kept[3].size
     if kept is not None and kept[:3] == (run.started_at, run.last_seq, run.definitions_hash):
         return kept[3]
-    return RunState.from_dict(run_config(run), run.state)
+    return None
 
 
-def live_state_keep(run: Run, state: RunState, *, size: int) -> None:
-    """Keep a run's state as of ``run.last_seq`` for its next batch; ``size`` is its stored
-    size in bytes, counted against LIVE_STATES_MAX_BYTES."""
+def live_state_keep(run: Run, live: LiveState) -> None:
+    """Keep a run's state as of ``run.last_seq`` for its next batch, counted against
+    LIVE_STATES_MAX_BYTES by its size."""
     global _live_bytes
     with _live_lock:
         old = _live_states.pop(run.pk, None)
         if old is not None:
-            _live_bytes -= old[4]
-        if size > LIVE_STATES_MAX_BYTES:
+            _live_bytes -= old[3].size
+        if live.size > LIVE_STATES_MAX_BYTES:
             return
-        while _live_states and _live_bytes + size > LIVE_STATES_MAX_BYTES:
-            _live_bytes -= _live_states.pop(next(iter(_live_states)))[4]
-        _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, state, size)
-        _live_bytes += size
+        while _live_states and _live_bytes + live.size > LIVE_STATES_MAX_BYTES:
+            _live_bytes -= _live_states.pop(next(iter(_live_states)))[3].size
+        _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, live)
+        _live_bytes += live.size
 
 
 def live_states_bytes() -> int:

@@ -2,29 +2,46 @@
 
 One transaction per batch: the whole batch is stored or none of it. The run's row is locked
 for the batch, so one run's batches apply one after another, in seq order.
+
+``events_ingest_many`` commits the batches of many runs in one transaction (a group commit:
+the ingest sockets of a process hand theirs in together, ``runs.batching.GroupCommitter``),
+each batch still all or nothing: one refused batch does not hold up the others.
+
+The run's ``state`` column is not rewritten after every batch (issue 14, item 15: a state may
+hold up to about 1 MB): only when the batch flipped a flag, changed the run's status, reached
+a snapshot seq, or STATE_WRITE_EVERY events after the last write. Between writes the state is
+the stored one plus the log after it (``selectors.run_state_rebuilt``), which this process
+keeps live in its cache (``caches.live_state_take``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from runs import selectors
+from runs.batching import GroupCommitter
+from runs.db import pool_sync_to_async
 from runs.engine import EventError, RunEnded, RunState, validate_event
 from runs.engine.format import ContextVariablesFile, run_id_valid
-from runs.errors import BadRequest, Conflict
+from runs.errors import ApiError, BadRequest, Conflict
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
-from runs.services.broadcast import run_events_broadcast
-from runs.services.caches import live_state_keep, live_state_take, run_config
+from runs.services.broadcast import broadcasts_collected, broadcasts_send, run_events_broadcast
+from runs.services.caches import LiveState, live_state_keep, live_state_take, run_config
 from runs.services.lifecycle import TERMINAL_STATUSES
 from runs.services.tokens import token_sees_workflow
 
 SNAPSHOT_EVERY = 500  # replay to any seq applies at most this many events
+STATE_WRITE_EVERY = SNAPSHOT_EVERY  # run.state is at most this many events behind the log
 # The big JSON columns are read only when needed: the state comes from this process's cache
 # when it is current, the definitions from the config cache (by hash).
 INGEST_DEFERRED = ("definitions", "provenance", "warnings", "state")
@@ -38,6 +55,15 @@ class IngestResult:
     acks: list[dict[str, Any]] = field(default_factory=list)  # per event: seq, flips
 
 
+@dataclass(frozen=True)
+class IngestRequest:
+    """One run's batch, as ``event_ingest`` takes it."""
+
+    run_id: str
+    events: Any
+    token: ApiToken | None = None
+
+
 @dataclass
 class _Batch:
     """What a batch stores, and the broadcast messages of its new events."""
@@ -46,6 +72,8 @@ class _Batch:
     flips: list[Flip] = field(default_factory=list)
     snapshots: list[RunSnapshot] = field(default_factory=list)
     messages: list[tuple[int, str]] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)  # the run's columns to update
+    flags: list[str] = field(default_factory=list)  # the flags on after it (runs list)
 
 
 def _events_shape_check(events: Any) -> list[dict[str, Any]]:
@@ -85,40 +113,146 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
     after the run ended; with another payload, a gap, or any new event for an ended run
     (``RunState``'s lifecycle rule), the batch is refused with 409.
     """
-    events = _events_shape_check(events)
-    with transaction.atomic():
-        run = (
-            Run.objects.select_for_update()
-            .defer(*INGEST_DEFERRED)
-            .filter(pk=run_id)
-            .first()
-            if run_id_valid(run_id)  # the run-id rule: nothing else reaches SQL
-            else None
+    outcome = _group_commit([IngestRequest(run_id=run_id, events=events, token=token)])[0]
+    if isinstance(outcome, ApiError):
+        raise outcome
+    return outcome
+
+
+_committers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GroupCommitter] = (
+    weakref.WeakKeyDictionary()
+)
+GROUP_COMMIT_MAX_EVENTS = 2_000  # a round's events at most (one batch may be API_MAX_...)
+
+
+async def event_ingest_grouped(
+    *, run_id: str, events: Any, token: ApiToken | None = None
+) -> IngestResult:
+    """``event_ingest`` from async code (the ingest sockets), in this process's next group
+    commit; what it committed is broadcast from the event loop before it returns."""
+    loop = asyncio.get_running_loop()
+    committer = _committers.get(loop)
+    if committer is None:
+        committer = _committers[loop] = GroupCommitter(
+            commit=_group_commit_async, max_size=GROUP_COMMIT_MAX_EVENTS
         )
-        if run is None or not token_sees_workflow(token=token, workflow_name=run.workflow_name):
-            raise selectors.run_not_found(run_id)  # a foreign run reads as an unknown one
-        result, batch = _batch_apply(run, events)
-        if batch.events:
-            RunEvent.objects.bulk_create(batch.events)
-            Flip.objects.bulk_create(batch.flips)
-            RunSnapshot.objects.bulk_create(batch.snapshots, ignore_conflicts=True)
-            fields = ["state", "last_seq", "flip_count"]
-            status = run.state["execution"]["status"]
-            if run.status != status:
-                run.status = status
-                fields.append("status")
-                if status in TERMINAL_STATUSES:
-                    run.ended_at = timezone.now()
-                    fields.append("ended_at")
-            run.flip_count += len(batch.flips)
-            run.save(update_fields=fields)
-            run_events_broadcast(run, batch.messages)
+    size = len(events) if isinstance(events, list) else 1
+    request = IngestRequest(run_id=run_id, events=events, token=token)
+    outcome = await committer.submit(request, size=size)
+    if isinstance(outcome, ApiError):
+        raise outcome
+    result: IngestResult = outcome
     return result
+
+
+async def _group_commit_async(requests: list[IngestRequest]) -> list[IngestResult | ApiError]:
+    with broadcasts_collected() as sends:
+        outcomes = await pool_sync_to_async(events_ingest_many)(requests=requests)
+    await broadcasts_send(sends)
+    return outcomes
+
+
+def events_ingest_many(*, requests: Sequence[IngestRequest]) -> list[IngestResult | ApiError]:
+    """Ingest many runs' batches together: one transaction for all, one answer per request,
+    in order (an ``IngestResult``, or the ``ApiError`` that refused that batch alone).
+
+    A run named twice has its later batches committed after the first, in order. If the
+    shared write fails (a database error), each batch is retried in its own transaction, so
+    one batch cannot fail the others.
+    """
+    outcomes: list[IngestResult | ApiError | None] = [None] * len(requests)
+    remaining = list(enumerate(requests))
+    while remaining:
+        seen: set[str] = set()
+        group, later = [], []
+        for item in remaining:
+            (later if item[1].run_id in seen else group).append(item)
+            seen.add(item[1].run_id)
+        try:
+            answers = _group_commit([request for _, request in group])
+        except DatabaseError:
+            if len(group) == 1:
+                raise
+            answers = [_group_commit([request])[0] for _, request in group]
+        for (index, _), answer in zip(group, answers, strict=True):
+            outcomes[index] = answer
+        remaining = later
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _group_commit(requests: Sequence[IngestRequest]) -> list[IngestResult | ApiError]:
+    """Apply each request's batch (each run at most once), store all in one transaction."""
+    outcomes: list[IngestResult | ApiError] = []
+    applied: list[tuple[Run, _Batch]] = []
+    with transaction.atomic():
+        ids = sorted({r.run_id for r in requests if run_id_valid(r.run_id)})  # nothing else
+        runs = {  # locked in one order, so two processes' groups cannot deadlock
+            run.pk: run
+            for run in Run.objects.select_for_update().defer(*INGEST_DEFERRED)
+            .filter(pk__in=ids).order_by("pk")
+        } if ids else {}
+        for request in requests:
+            try:
+                events = _events_shape_check(request.events)
+                run = runs.get(request.run_id)
+                if run is None or not token_sees_workflow(
+                    token=request.token, workflow_name=run.workflow_name
+                ):
+                    raise selectors.run_not_found(request.run_id)  # foreign reads as unknown
+                result, batch = _batch_apply(run, events)
+            except ApiError as exc:
+                outcomes.append(exc)
+                continue
+            outcomes.append(result)
+            if batch.events:
+                applied.append((run, batch))
+        _batches_store(applied)
+    return outcomes
+
+
+def _batches_store(applied: list[tuple[Run, _Batch]]) -> None:
+    """Write the applied batches of a group: one INSERT per table and, for the runs, one
+    UPDATE per kind of change; then queue each run's broadcast for after the commit."""
+    if not applied:
+        return
+    RunEvent.objects.bulk_create([e for _, batch in applied for e in batch.events])
+    Flip.objects.bulk_create([f for _, batch in applied for f in batch.flips])
+    snapshots = [s for _, batch in applied for s in batch.snapshots]
+    if snapshots:
+        RunSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True)
+    # Most batches only add to the counters: one UPDATE per (events, flips) added, for all
+    # such runs (their rows are locked); a run whose status or stored state changes is saved.
+    added: dict[tuple[int, int], list[str]] = {}
+    for run, batch in applied:
+        if batch.fields == ["last_seq", "flip_count"]:
+            added.setdefault((len(batch.events), len(batch.flips)), []).append(run.pk)
+        else:
+            run.save(update_fields=batch.fields)
+    for (events, flips), ids in added.items():
+        Run.objects.filter(pk__in=ids).update(
+            last_seq=F("last_seq") + events, flip_count=F("flip_count") + flips
+        )
+    for run, batch in applied:
+        run_events_broadcast(run, batch.messages, flags=batch.flags)
+
+
+def _live_state(run: Run) -> LiveState:
+    """The run's state as of its last seq: this process's live copy, else rebuilt."""
+    live = live_state_take(run)
+    if live is not None:
+        return live
+    stored = run.state  # deferred: read now
+    return LiveState(
+        state=selectors.run_state_rebuilt(run=run, seq=run.last_seq),
+        stored_seq=selectors.stored_state_seq(stored),
+        size=len(orjson.dumps(stored)),
+    )
 
 
 def _batch_apply(run: Run, events: list[dict[str, Any]]) -> tuple[IngestResult, _Batch]:
     """Apply the batch to the run's state; build what it stores and what it answers."""
-    state = live_state_take(run)
+    live = _live_state(run)
+    state = live.state
     config = run_config(run)
     expected = run.last_seq + 1
     retried = [e["seq"] for e in events if isinstance(e.get("seq"), int) and e["seq"] < expected]
@@ -149,14 +283,39 @@ def _batch_apply(run: Run, events: list[dict[str, Any]]) -> tuple[IngestResult, 
         _event_apply(run, state, config, event, index, result, batch)
         expected += 1
     if batch.events:
-        run.state = state.to_dict()
-        run.last_seq = batch.events[-1].seq
-    # what the cache counts: the state's stored size (the engine's budget keeps it about 1 MB
-    # at most); a batch of retries only, rare, measures the state it keeps unchanged
-    size = len(orjson.dumps(run.state if batch.events else state.to_dict()))
+        _run_fields_update(run, live, batch)
     result.last_seq = run.last_seq
-    transaction.on_commit(lambda: live_state_keep(run, state, size=size))
+    transaction.on_commit(lambda: live_state_keep(run, live))
     return result, batch
+
+
+def _run_fields_update(run: Run, live: LiveState, batch: _Batch) -> None:
+    """Set the run's columns after a batch; the state only when a reader needs it stored."""
+    state = live.state
+    batch.flags = selectors.run_flags(state.flips)
+    run.last_seq = batch.events[-1].seq
+    run.flip_count += len(batch.flips)
+    batch.fields = ["last_seq", "flip_count"]
+    status = state.execution["status"]
+    if run.status != status:
+        run.status = status
+        batch.fields.append("status")
+        if status in TERMINAL_STATUSES:
+            run.ended_at = timezone.now()
+            batch.fields.append("ended_at")
+    if (
+        batch.flips
+        or "status" in batch.fields
+        or batch.snapshots
+        or run.last_seq - live.stored_seq >= STATE_WRITE_EVERY
+    ):
+        run.state = batch.snapshots[-1].state if (
+            batch.snapshots and batch.snapshots[-1].seq == run.last_seq
+        ) else state.to_dict()
+        live.stored_seq, live.size = run.last_seq, len(orjson.dumps(run.state))
+        batch.fields.append("state")
+    else:  # what the cache counts grows with what the batch added; measured at the next write
+        live.size += sum(len(orjson.dumps(e.payload)) for e in batch.events)
 
 
 def _retry_ack(

@@ -34,13 +34,13 @@ def _events(count: int) -> list[dict]:
 async def test_pipelined_events_are_committed_in_batches_and_acked_one_by_one(monkeypatch):
     run_id, secret = await sync_to_async(_setup)()
     sizes: list[int] = []
-    original = ingest_service.event_ingest
+    original = ingest_service.events_ingest_many
 
-    def recording(**kwargs):
-        sizes.append(len(kwargs["events"]))
-        return original(**kwargs)
+    def recording(*, requests):
+        sizes.extend(len(request.events) for request in requests)
+        return original(requests=requests)
 
-    monkeypatch.setattr(ingest_service, "event_ingest", recording)
+    monkeypatch.setattr(ingest_service, "events_ingest_many", recording)
     ingest = WebsocketCommunicator(application, f"/ws/ingest/{run_id}/?token={secret}")
     assert (await ingest.connect())[0]
     events = _events(200)

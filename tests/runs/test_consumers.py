@@ -94,7 +94,7 @@ async def test_a_dropped_group_message_is_refilled_from_the_log():
     await receive(comm)
     # Store two events without broadcasting them (the layer "lost" them), then a third live one.
     original = ingest.run_events_broadcast
-    ingest.run_events_broadcast = lambda run, messages: None
+    ingest.run_events_broadcast = lambda run, messages, **kwargs: None
     try:
         await post(run_id, demo_events()[:2])
     finally:

@@ -19,6 +19,7 @@ from runs.engine.format import (
     STATE_MAX_NODES,
 )
 from runs.engine.state import node_output
+from runs import selectors
 from runs.models import Run, RunEvent
 from runs.services import caches
 from tests.runs.conftest import Api, demo_config
@@ -105,8 +106,9 @@ def test_the_stored_state_stays_small_and_the_log_keeps_every_full_text(api: Api
                   for i in range(start, start + 5)]
         assert api.events(run_id, events).status_code == 200
     run = Run.objects.get(pk=run_id)
-    assert len(orjson.dumps(run.state)) < 500_000
-    assert run.state["nodes"]["agent_7"]["truncated"] is True
+    latest = selectors.run_state_at(run=run).state
+    assert len(orjson.dumps(latest)) < 500_000
+    assert latest["nodes"]["agent_7"]["truncated"] is True
     assert RunEvent.objects.get(run_id=run_id, seq=8).payload["text"] == "7:" + TEXT
     state = api.get(f"/api/runs/{run_id}/state/?at=150").json()["state"]
     assert state["nodes"]["agent_149"] == {"text": ("149:" + TEXT)[:NODE_TEXT_MAX_CHARS],
@@ -123,8 +125,10 @@ def test_the_live_state_cache_is_bounded_in_bytes(monkeypatch):
             self.pk, self.started_at, self.last_seq, self.definitions_hash = pk, 0, 1, "h"
 
     for i in range(10):
-        caches.live_state_keep(FakeRun(f"r{i}"), object(), size=3_000)  # type: ignore[arg-type]
+        live = caches.LiveState(state=None, stored_seq=0, size=3_000)  # type: ignore[arg-type]
+        caches.live_state_keep(FakeRun(f"r{i}"), live)  # type: ignore[arg-type]
         assert caches.live_states_bytes() <= 10_000
     assert list(caches._live_states) == ["r7", "r8", "r9"]  # the least recently kept left
-    caches.live_state_keep(FakeRun("huge"), object(), size=10_001)  # type: ignore[arg-type]
+    huge = caches.LiveState(state=None, stored_seq=0, size=10_001)  # type: ignore[arg-type]
+    caches.live_state_keep(FakeRun("huge"), huge)  # type: ignore[arg-type]
     assert "huge" not in caches._live_states and caches.live_states_bytes() == 9_000

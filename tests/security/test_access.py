@@ -274,6 +274,7 @@ async def test_ingest_socket_scoped_and_revoked_tokens(monkeypatch):
     assert (await comm.receive_output())["code"] == consumers.CLOSE_NOT_FOUND
 
     monkeypatch.setattr(consumers, "TOKEN_RECHECK_S", 0.0)
+    monkeypatch.setattr(consumers, "SHARED_READ_S", 0.0)
     # Revoked below in the database, as another process would: no cached read hides it.
     monkeypatch.setattr(tokens, "TOKEN_CACHE_S", 0.0)
     comm = _communicator(f"/ws/ingest/{s['run_id']}/?token={s['secret']}", [])
