@@ -2,6 +2,10 @@
 
 import { el, replace, show } from "./dom.js";
 
+// Per variable, the table lists its latest HISTORY_SHOWN flips and sets (a fast run may set one
+// thousands of times); time travel shows the state after any earlier one.
+const HISTORY_SHOWN = 5;
+
 const TITLES = {
   base: "Base", declarative: "Declarative", database: "Database",
   environment: "Environment", derived: "Derived", supplied: "Supplied by the runtime",
@@ -28,7 +32,9 @@ function eventLink(seq, label, onJump) {
   }, label);
 }
 
-function sourceCell(name, entry, category, { flips, sets, onJump }) {
+function sourceCell(name, entry, category, { flipsByName, setsByName, onJump }) {
+  const flips = flipsByName.get(name) || [];
+  const sets = setsByName.get(name) || [];
   const parts = [];
   const source = entry?.source;
   const status = entry?.status;
@@ -36,8 +42,7 @@ function sourceCell(name, entry, category, { flips, sets, onJump }) {
     parts.push(el("code", { class: "source" }, "static"));
   } else if (category === "derived") {
     // "default" only while nothing has changed it: a flipped flag reads "flipped at #N" alone
-    const changed = flips.some((f) => f.name === name) || sets.some((s) => s.name === name);
-    if (!changed) parts.push(statusBadge("default"));
+    if (!flips.length && !sets.length) parts.push(statusBadge("default"));
   } else if (category === "database" || category === "environment" || (category === "base" && source !== "run")) {
     const label = category === "database" ? source : `$${source}`;
     parts.push(el("code", { class: "source" }, label), " ", statusBadge(status || "unknown"));
@@ -46,11 +51,16 @@ function sourceCell(name, entry, category, { flips, sets, onJump }) {
     if (status && status !== "resolved") parts.push(" ", statusBadge(status));
   }
   if (entry?.reason) parts.push(el("span", { class: `reason reason-${status}` }, entry.reason));
-  for (const flip of flips.filter((f) => f.name === name)) {
+  const unlisted = Math.max(0, flips.length - HISTORY_SHOWN) + Math.max(0, sets.length - HISTORY_SHOWN);
+  if (unlisted) {
+    parts.push(el("span", { class: "history muted" },
+      `${unlisted} earlier change${unlisted === 1 ? "" : "s"} not listed: time travel shows any of them`));
+  }
+  for (const flip of flips.slice(-HISTORY_SHOWN)) {
     parts.push(el("span", { class: "history" },
       "flipped ", eventLink(flip.seq, `at #${flip.seq}`, onJump), flipCause(flip)));
   }
-  for (const set of sets.filter((s) => s.name === name)) {
+  for (const set of sets.slice(-HISTORY_SHOWN)) {
     parts.push(el("span", { class: "history" }, "set ", eventLink(set.seq, `at #${set.seq}`, onJump), " by context_set"));
   }
   return parts;
@@ -64,6 +74,15 @@ function sourceCell(name, entry, category, { flips, sets, onJump }) {
 export function renderContext(container, view) {
   const { context, provenance, variables, categories } = view;
   const baseFlags = view.baseFlags || {}; // the engine's BASE_FLAGS: name -> environment variable
+  const byName = (changes) => {
+    const map = new Map();
+    for (const change of changes || []) {
+      if (!map.has(change.name)) map.set(change.name, []);
+      map.get(change.name).push(change);
+    }
+    return map;
+  };
+  const history = { flipsByName: byName(view.flips), setsByName: byName(view.sets), onJump: view.onJump };
   const names = new Set([...Object.keys(provenance), ...Object.keys(context)]);
   const groups = new Map(categories.map((c) => [c, []]));
   for (const name of names) {
@@ -84,7 +103,7 @@ export function renderContext(container, view) {
       },
       el("th", { scope: "row", title: variables[name]?.description || null }, el("code", {}, name)),
       el("td", { class: ["value", !present && "absent"] }, present ? show(value) : "(absent)"),
-      el("td", { class: "provenance" }, sourceCell(name, provenance[name], category, view)));
+      el("td", { class: "provenance" }, sourceCell(name, provenance[name], category, history)));
     });
     tables.push(el("table", { class: `context context-${category}` },
       el("caption", {}, TITLES[category] || category,

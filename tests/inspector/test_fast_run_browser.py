@@ -103,3 +103,20 @@ def test_a_pause_during_a_flood_counts_every_event_and_keeps_the_newest(page, li
     expect(page.locator("#stream-capped")).to_contain_text(
         f"Showing the last {CAP} events, from #{last - CAP + 1}"
     )
+
+
+def test_a_value_set_many_times_lists_its_latest_changes(page, live):
+    reporter = fast_reporter(live)
+    values = [f"overview {i}" for i in range(1, 9)]
+    post(
+        reporter, [{"type": "context_set", "name": "concept_overview", "value": v} for v in values]
+    )
+    open_run(page, reporter.run_id)
+    expect(context_value(page, "concept_overview")).to_have_text("overview 8")
+    provenance = page.locator('#context tr[data-name="concept_overview"] td.provenance')
+    expect(provenance).to_contain_text(
+        "3 earlier changes not listed: time travel shows any of them"
+    )
+    expect(provenance.locator(".event-link")).to_have_text([f"at #{seq}" for seq in range(4, 9)])
+    travel(page, 2)
+    expect(context_value(page, "concept_overview")).to_have_text("overview 2")
