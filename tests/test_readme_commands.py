@@ -36,6 +36,14 @@ def pids_in_group(pgid: int) -> list[int]:
     return found
 
 
+def readme_command(name: str) -> str:
+    """The README's shell block that runs ``manage.py <name>`` (continuation lines joined)."""
+    text = (PROJECT / "README.md").read_text(encoding="utf-8")
+    blocks = text.split("```bash\n")[1:]
+    block = next(b.split("```")[0] for b in blocks if f"manage.py {name}" in b)
+    return block.replace("\\\n", " ").strip()
+
+
 def port_open(port: int) -> bool:
     import socket
 
@@ -95,17 +103,19 @@ def test_scripts_run_serves_the_front_page_and_stops_everything(tmp_path, how):
         status, location = front_page_status(port)
         assert status == 302 and location.startswith("/admin/login/?next=/"), (status, location)
         log = (tmp_path / "run.log").read_text()
-        assert f"demo_ag2 --url http://127.0.0.1:{port}" in log  # the second terminal's line
+        # the second terminal's line, with the MongoDB it started (concept_overview resolves)
+        assert (f"MONGODB_URI=mongodb://127.0.0.1:{mongo_port} .venv/bin/python manage.py "
+                f"demo_ag2 --url http://127.0.0.1:{port}") in log
         assert "imported workflow GeneratorChat" in log  # the demo with hand-offs
         if how == "ctrl-c":  # the README's second-terminal commands, on this (not 8000) port
             demo = subprocess.run(
-                ["bash", "-c", '.venv/bin/python manage.py demo_ag2 --url '
-                 '"http://127.0.0.1:${PORT:-8000}"'],
+                ["bash", "-c", readme_command("demo_ag2")],
                 cwd=PROJECT, env=env, capture_output=True, text=True, timeout=180,
             )
             assert demo.returncode == 0, demo.stdout + demo.stderr
             assert f"http://127.0.0.1:{port}/runs/" in demo.stdout + demo.stderr
             assert "run_status completed" in demo.stdout
+            assert "MONGODB_URI unset" not in demo.stdout  # the README's prefix reached it
             assert "imported the demo workflow" not in demo.stdout  # scripts/run's, reused
             replay = subprocess.run(  # README's command; no pause between events here
                 ["bash", "-c", '.venv/bin/python manage.py simulate_run --url '
