@@ -34,6 +34,10 @@ def seed() -> None:
 
 
 def dump(run_id: str) -> None:
+    """The run's log, and whether replaying all of it gives the server's latest state and
+    replaying it up to the stored state's seq gives the stored state (ingest stores the state
+    only now and then: runs/services/ingest.py)."""
+    from runs import selectors
     from runs.engine import RunState
     from runs.models import Run, RunEvent, RunSnapshot
     from runs.services.caches import run_config
@@ -42,15 +46,20 @@ def dump(run_id: str) -> None:
     events = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
     first = RunSnapshot.objects.get(run=run, seq=0)
     state = RunState.from_dict(run_config(run), first.state)
-    for _, payload in events:
+    stored_seq = selectors.stored_state_seq(run.state)
+    stored_matches = stored_seq == 0 and first.state == run.state
+    for seq, payload in events:
         state.apply(payload)
+        if seq == stored_seq:
+            stored_matches = state.to_dict() == run.state
+    latest = selectors.run_state_at(run=run).state
     print(
         json.dumps(
             {
                 "last_seq": run.last_seq,
                 "events": events,
-                "replayed_equals_live": state.to_dict() == run.state,
-                "live": run.state,
+                "replayed_equals_live": state.to_dict() == latest and stored_matches,
+                "live": latest,
             }
         )
     )
