@@ -631,7 +631,8 @@ def main(argv: list[str] | None = None) -> int:
         database = indb.django_setup(inprocess_url)
         bench.machine = Machine.here(database)
         bench.layers = {
-            "in-memory": "channels.layers.InMemoryChannelLayer (1 Daphne)",
+            "in-memory": "runs.channels_overrides.SweptInMemoryChannelLayer (channels' own, "
+            "swept once a second; 1 Daphne)",
             "redis": f"{REDIS_LAYERS[args.redis_layer]} on {redis_version()} (2 Daphnes)",
         }
         print(f"bench: {profile.name} run, {started}")
