@@ -1,10 +1,13 @@
-"""The ingest socket's batching, as a plain asyncio class: group commit with replies in order.
+"""Ingest batching, in two plain asyncio classes and the wiring between them.
 
-Frames queue; one flush task ingests what has queued, in order, as one batch. Under load a
-batch holds every event that arrived while the previous one was committing; an idle socket's
-event is ingested at once. Replies (acks and errors) go out in the order the frames came,
-exactly as if each event were ingested on its own: a batch that fails is re-run one event at a
-time, so only the bad event gets the error.
+``IngestBatcher`` (one per ingest socket): frames queue; one flush task ingests what has
+queued, in order, as one batch. Under load a batch holds every event that arrived while the
+previous one was committing; an idle socket's event is ingested at once. Replies (acks and
+errors) go out in the order the frames came, exactly as if each event were ingested on its
+own: a batch that fails is re-run one event at a time, so only the bad event gets the error.
+
+``GroupCommitter`` (one per process's event loop): the sockets' batches that arrive while one
+commit runs share the next transaction, across runs (``event_ingest_grouped``).
 """
 
 from __future__ import annotations
@@ -12,11 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from runs.db import pool_sync_to_async
 from runs.errors import ApiError
+from runs.models import ApiToken
+from runs.services import ingest
+from runs.services.broadcast import broadcasts_collected, broadcasts_send
 
 logger = logging.getLogger(__name__)
 
@@ -172,3 +180,39 @@ class GroupCommitter:
             for (_, _, future), result in zip(group, answers, strict=True):
                 if not future.done():
                     future.set_result(result)
+
+
+_committers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GroupCommitter] = (
+    weakref.WeakKeyDictionary()
+)
+GROUP_COMMIT_MAX_EVENTS = 2_000  # a round's events at most (one batch may be API_MAX_...)
+
+
+async def event_ingest_grouped(
+    *, run_id: str, events: Any, token: ApiToken | None = None
+) -> ingest.IngestResult:
+    """``event_ingest`` from async code (the ingest sockets), in this process's next group
+    commit; what it committed is broadcast from the event loop before it returns."""
+    loop = asyncio.get_running_loop()
+    committer = _committers.get(loop)
+    if committer is None:
+        committer = _committers[loop] = GroupCommitter(
+            commit=_group_commit_async, max_size=GROUP_COMMIT_MAX_EVENTS
+        )
+    size = len(events) if isinstance(events, list) else 1
+    request = ingest.IngestRequest(run_id=run_id, events=events, token=token)
+    outcome = await committer.submit(request, size=size)
+    if isinstance(outcome, ApiError):
+        raise outcome
+    result: ingest.IngestResult = outcome
+    return result
+
+
+async def _group_commit_async(
+    requests: list[ingest.IngestRequest],
+) -> list[ingest.IngestResult | ApiError]:
+    """One round: commit in the thread pool, then broadcast what it committed from the loop."""
+    with broadcasts_collected() as sends:
+        outcomes = await pool_sync_to_async(ingest.events_ingest_many)(requests=requests)
+    await broadcasts_send(sends)
+    return outcomes

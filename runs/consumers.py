@@ -22,12 +22,11 @@ from django.conf import settings
 from runs import ratelimit, selectors
 from runs.api import json_decode
 from runs.auth import authenticate, staff_session_check
-from runs.batching import IngestBatcher, error_message
+from runs.batching import IngestBatcher, error_message, event_ingest_grouped
 from runs.channels_overrides import DispatchWithoutConnectionHop
 from runs.errors import ApiError, BadRequest, RateLimited, Unauthorized
 from runs.models import ApiToken
 from runs.resume import RESYNC_INTERVAL_S, RESYNC_MAX_INTERVAL_S, ResumeStream
-from runs.services import ingest
 from runs.services.broadcast import RUNS_GROUP, run_group
 from runs.services.tokens import api_token_is_live
 
@@ -330,7 +329,7 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
 
     async def _ingest(self, run_id: str, events: list[Any]) -> list[dict[str, Any]]:
         """Ingest a batch in this process's next group commit; ack each event."""
-        result = await ingest.event_ingest_grouped(run_id=run_id, events=events, token=self.token)
+        result = await event_ingest_grouped(run_id=run_id, events=events, token=self.token)
         return [{"type": "ack", "seq": ack["seq"], "flips": ack["flips"]} for ack in result.acks]
 
     async def _token_revoked(self) -> bool:

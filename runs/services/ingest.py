@@ -4,8 +4,8 @@ One transaction per batch: the whole batch is stored or none of it. The run's ro
 for the batch, so one run's batches apply one after another, in seq order.
 
 ``events_ingest_many`` commits the batches of many runs in one transaction (a group commit:
-the ingest sockets of a process hand theirs in together, ``runs.batching.GroupCommitter``),
-each batch still all or nothing: one refused batch does not hold up the others.
+the ingest sockets of a process hand theirs in together, ``runs.batching``), each batch still
+all or nothing: one refused batch does not hold up the others.
 
 The run's ``state`` column is not rewritten after every batch (issue 14, item 15: a state may
 hold up to about 1 MB): only when the batch flipped a flag, changed the run's status, reached
@@ -16,8 +16,6 @@ keeps live in its cache (``caches.live_state_take``).
 
 from __future__ import annotations
 
-import asyncio
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -29,13 +27,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from runs import selectors
-from runs.batching import GroupCommitter
-from runs.db import pool_sync_to_async
 from runs.engine import EventError, RunEnded, RunState, validate_event
 from runs.engine.format import ContextVariablesFile, run_id_valid
 from runs.errors import ApiError, BadRequest, Conflict
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
-from runs.services.broadcast import broadcasts_collected, broadcasts_send, run_events_broadcast
+from runs.services.broadcast import run_events_broadcast
 from runs.services.caches import LiveState, live_state_keep, live_state_take, run_config
 from runs.services.lifecycle import TERMINAL_STATUSES
 from runs.services.tokens import token_sees_workflow
@@ -117,39 +113,6 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
     if isinstance(outcome, ApiError):
         raise outcome
     return outcome
-
-
-_committers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GroupCommitter] = (
-    weakref.WeakKeyDictionary()
-)
-GROUP_COMMIT_MAX_EVENTS = 2_000  # a round's events at most (one batch may be API_MAX_...)
-
-
-async def event_ingest_grouped(
-    *, run_id: str, events: Any, token: ApiToken | None = None
-) -> IngestResult:
-    """``event_ingest`` from async code (the ingest sockets), in this process's next group
-    commit; what it committed is broadcast from the event loop before it returns."""
-    loop = asyncio.get_running_loop()
-    committer = _committers.get(loop)
-    if committer is None:
-        committer = _committers[loop] = GroupCommitter(
-            commit=_group_commit_async, max_size=GROUP_COMMIT_MAX_EVENTS
-        )
-    size = len(events) if isinstance(events, list) else 1
-    request = IngestRequest(run_id=run_id, events=events, token=token)
-    outcome = await committer.submit(request, size=size)
-    if isinstance(outcome, ApiError):
-        raise outcome
-    result: IngestResult = outcome
-    return result
-
-
-async def _group_commit_async(requests: list[IngestRequest]) -> list[IngestResult | ApiError]:
-    with broadcasts_collected() as sends:
-        outcomes = await pool_sync_to_async(events_ingest_many)(requests=requests)
-    await broadcasts_send(sends)
-    return outcomes
 
 
 def events_ingest_many(*, requests: Sequence[IngestRequest]) -> list[IngestResult | ApiError]:

@@ -25,7 +25,9 @@ FLIP = {"type": "agent_text", "agent": "InterviewAgent", "text": "NEXT"}  # inte
 
 def started(count: int, *, enterprise_id: str = "") -> list[str]:
     return [
-        lifecycle.run_start(workflow_name="Generator", enterprise_id=enterprise_id or f"e{i}").run.pk
+        lifecycle.run_start(
+            workflow_name="Generator", enterprise_id=enterprise_id or f"e{i}"
+        ).run.pk
         for i in range(count)
     ]
 

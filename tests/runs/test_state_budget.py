@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from runs import selectors
 from runs.engine import RunState, replay, resolve
 from runs.engine.format import (
     NODE_DATA_MAX_BYTES,
@@ -19,7 +20,6 @@ from runs.engine.format import (
     STATE_MAX_NODES,
 )
 from runs.engine.state import node_output
-from runs import selectors
 from runs.models import Run, RunEvent
 from runs.services import caches
 from tests.runs.conftest import Api, demo_config
