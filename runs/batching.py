@@ -202,15 +202,13 @@ async def event_ingest_grouped(
     size = len(events) if isinstance(events, list) else 1
     request = ingest.IngestRequest(run_id=run_id, events=events, token=token)
     outcome = await committer.submit(request, size=size)
-    if isinstance(outcome, ApiError):
+    if isinstance(outcome, Exception):  # refused (ApiError) or failed alone (DatabaseError)
         raise outcome
     result: ingest.IngestResult = outcome
     return result
 
 
-async def _group_commit_async(
-    requests: list[ingest.IngestRequest],
-) -> list[ingest.IngestResult | ApiError]:
+async def _group_commit_async(requests: list[ingest.IngestRequest]) -> list[ingest.Outcome]:
     """One round: commit in the thread pool, then broadcast what it committed from the loop."""
     with broadcasts_collected() as sends:
         outcomes = await pool_sync_to_async(ingest.events_ingest_many)(requests=requests)

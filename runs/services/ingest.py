@@ -16,6 +16,7 @@ keeps live in its cache (``caches.live_state_take``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -35,6 +36,8 @@ from runs.services.broadcast import run_events_broadcast
 from runs.services.caches import LiveState, live_state_keep, live_state_take, run_config
 from runs.services.lifecycle import TERMINAL_STATUSES
 from runs.services.tokens import token_sees_workflow
+
+logger = logging.getLogger(__name__)
 
 SNAPSHOT_EVERY = 500  # replay to any seq applies at most this many events
 STATE_WRITE_EVERY = SNAPSHOT_EVERY  # run.state is at most this many events behind the log
@@ -115,15 +118,19 @@ def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> 
     return outcome
 
 
-def events_ingest_many(*, requests: Sequence[IngestRequest]) -> list[IngestResult | ApiError]:
+Outcome = IngestResult | ApiError | DatabaseError
+
+
+def events_ingest_many(*, requests: Sequence[IngestRequest]) -> list[Outcome]:
     """Ingest many runs' batches together: one transaction for all, one answer per request,
-    in order (an ``IngestResult``, or the ``ApiError`` that refused that batch alone).
+    in order: an ``IngestResult``, the ``ApiError`` that refused that batch alone, or the
+    ``DatabaseError`` that failed its write alone.
 
     A run named twice has its later batches committed after the first, in order. If the
     shared write fails (a database error), each batch is retried in its own transaction, so
     one batch cannot fail the others.
     """
-    outcomes: list[IngestResult | ApiError | None] = [None] * len(requests)
+    outcomes: list[Outcome | None] = [None] * len(requests)
     remaining = list(enumerate(requests))
     while remaining:
         seen: set[str] = set()
@@ -131,16 +138,23 @@ def events_ingest_many(*, requests: Sequence[IngestRequest]) -> list[IngestResul
         for item in remaining:
             (later if item[1].run_id in seen else group).append(item)
             seen.add(item[1].run_id)
+        answers: list[Outcome]
         try:
-            answers = _group_commit([request for _, request in group])
-        except DatabaseError:
-            if len(group) == 1:
-                raise
-            answers = [_group_commit([request])[0] for _, request in group]
+            answers = list(_group_commit([request for _, request in group]))
+        except DatabaseError as exc:
+            answers = [exc] if len(group) == 1 else [_commit_alone(r) for _, r in group]
         for (index, _), answer in zip(group, answers, strict=True):
             outcomes[index] = answer
         remaining = later
     return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _commit_alone(request: IngestRequest) -> Outcome:
+    try:
+        return _group_commit([request])[0]
+    except DatabaseError as exc:
+        logger.exception("ingest of a batch for run %s failed", request.run_id[:80])
+        return exc
 
 
 def _group_commit(requests: Sequence[IngestRequest]) -> list[IngestResult | ApiError]:

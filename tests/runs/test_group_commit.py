@@ -224,3 +224,25 @@ async def test_a_cancelled_caller_is_left_out_of_the_round():
     assert await first == "first" and await kept == "kept"
     assert rounds == [["first"], ["kept"]]
 
+
+
+@pytest.mark.django_db
+def test_a_batch_whose_own_write_fails_fails_alone(generator, monkeypatch):
+    """A database error on one batch's write (not a refusal) is that batch's answer only."""
+    from django.db import DatabaseError
+
+    good, doomed, other = started(3)
+    original = ingest._batches_store
+
+    def store(applied):
+        if any(run.pk == doomed for run, _ in applied):
+            raise DatabaseError("simulated: this run's write failed")
+        return original(applied)
+
+    monkeypatch.setattr(ingest, "_batches_store", store)
+    outcomes = events_ingest_many(
+        requests=[IngestRequest(run_id=r, events=CHAT[:1]) for r in (good, doomed, other)]
+    )
+    assert outcomes[0].last_seq == 1 and outcomes[2].last_seq == 1
+    assert isinstance(outcomes[1], DatabaseError)
+    assert RunEvent.objects.filter(run_id=doomed).count() == 0
