@@ -15,6 +15,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from tests.reliability.helpers import Stack, dump_run, http_json, seed
+from tests.support.loops import run_in_own_loop
 from tests.support.processes import server_env
 
 RUNS = 12
@@ -59,7 +60,7 @@ def test_two_daphnes_group_committing_the_same_runs_store_each_event_once(
                 *(runtime(run_id, side) for run_id in run_ids for side in (0, 1))
             )
 
-        acked = asyncio.run(everyone())
+        acked = run_in_own_loop(everyone())  # the browser tests' loop may hold this thread
 
         with psycopg.connect(database_url) as connection:
             for position, run_id in enumerate(run_ids):

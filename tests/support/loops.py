@@ -19,7 +19,12 @@ def in_own_loop(scenario: Callable[..., Awaitable[None]]) -> Callable[..., None]
 
     @functools.wraps(scenario)
     def test(*args: Any, **kwargs: Any) -> None:
-        with ThreadPoolExecutor(1) as pool:
-            pool.submit(asyncio.run, scenario(*args, **kwargs)).result()
+        run_in_own_loop(scenario(*args, **kwargs))
 
     return test
+
+
+def run_in_own_loop(coroutine: Any) -> Any:
+    """Run a coroutine to its end with ``asyncio.run`` in a thread of its own (see above)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
