@@ -508,3 +508,18 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def postgres_run_log(database_url: str, run_id: str) -> tuple[list[tuple[int, Any]], int]:
+    """What PostgreSQL holds of a run, read past the server: its events' (seq, payload) in seq
+    order, and its last_seq."""
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute(
+            "SELECT seq, payload FROM runs_runevent WHERE run_id = %s ORDER BY seq", [run_id]
+        ).fetchall()
+        (last_seq,) = connection.execute(
+            "SELECT last_seq FROM runs_run WHERE id = %s", [run_id]
+        ).fetchone()
+    return rows, last_seq

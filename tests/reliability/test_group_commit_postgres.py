@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 
-import psycopg
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.reliability.helpers import Stack, dump_run, http_json, seed
+from tests.reliability.helpers import Stack, dump_run, http_json, postgres_run_log, seed
 from tests.support.loops import run_in_own_loop
 from tests.support.processes import server_env
 
@@ -62,19 +61,12 @@ def test_two_daphnes_group_committing_the_same_runs_store_each_event_once(
 
         acked = run_in_own_loop(everyone())  # the browser tests' loop may hold this thread
 
-        with psycopg.connect(database_url) as connection:
-            for position, run_id in enumerate(run_ids):
-                rows = connection.execute(
-                    "SELECT seq, payload FROM runs_runevent WHERE run_id = %s ORDER BY seq",
-                    [run_id],
-                ).fetchall()
-                (last_seq,) = connection.execute(
-                    "SELECT last_seq FROM runs_run WHERE id = %s", [run_id]
-                ).fetchone()
-                assert [seq for seq, _ in rows] == list(range(1, 2 * EVENTS + 1)), run_id
-                assert last_seq == 2 * EVENTS
-                stored = {payload["text"]: seq for seq, payload in rows}
-                assert stored == {**acked[2 * position], **acked[2 * position + 1]}
+        for position, run_id in enumerate(run_ids):
+            rows, last_seq = postgres_run_log(database_url, run_id)
+            assert [seq for seq, _ in rows] == list(range(1, 2 * EVENTS + 1)), run_id
+            assert last_seq == 2 * EVENTS
+            stored = {payload["text"]: seq for seq, payload in rows}
+            assert stored == {**acked[2 * position], **acked[2 * position + 1]}
         for run_id in run_ids[:3]:  # a replay of the log is the server's latest state
             assert dump_run(env, run_id)["replayed_equals_live"]
     finally:

@@ -7,10 +7,16 @@ from __future__ import annotations
 import itertools
 import threading
 
-import psycopg
 import pytest
 
-from tests.reliability.helpers import Inspector, Stack, dump_run, http_json, seed
+from tests.reliability.helpers import (
+    Inspector,
+    Stack,
+    dump_run,
+    http_json,
+    postgres_run_log,
+    seed,
+)
 from tests.support.processes import Redis, server_env
 
 CLIENTS = 4  # two per Daphne
@@ -86,14 +92,7 @@ def test_two_daphnes_on_postgres_assign_unique_gap_free_seqs(postgres_server, tm
         assert all(block == list(range(block[0], block[0] + BATCH)) for block in blocks)
 
         # What PostgreSQL holds: the same seqs for the same events, and last_seq agrees.
-        with psycopg.connect(database_url) as connection:
-            rows = connection.execute(
-                "SELECT seq, payload FROM runs_runevent WHERE run_id = %s ORDER BY seq",
-                [run_id],
-            ).fetchall()
-            (last_seq,) = connection.execute(
-                "SELECT last_seq FROM runs_run WHERE id = %s", [run_id]
-            ).fetchone()
+        rows, last_seq = postgres_run_log(database_url, run_id)
         assert [seq for seq, _ in rows] == list(range(1, TOTAL + 1))
         assert {payload["text"]: seq for seq, payload in rows} == acks
         assert last_seq == TOTAL
