@@ -291,8 +291,9 @@ def _run_fields_update(run: Run, live: LiveState, batch: _Batch) -> None:
         ) else state.to_dict()
         live.stored_seq, live.size = run.last_seq, len(orjson.dumps(run.state))
         batch.fields.append("state")
-    else:  # what the cache counts grows with what the batch added; measured at the next write
-        live.size += sum(len(orjson.dumps(e.payload)) for e in batch.events)
+    else:  # what the cache counts grows by about what the batch added (its event messages,
+        # already serialized for the broadcast); measured again at the next write
+        live.size += sum(len(text) for _, text in batch.messages)
 
 
 def _retry_ack(
