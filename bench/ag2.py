@@ -1,4 +1,4 @@
-"""B9: what runs.integrations.ag2 costs a real AG2 chat, on the chat's own thread.
+"""B9: what runs.integrations.autogen costs a real AG2 chat, on the chat's own thread.
 
 The same scripted 1,000-turn group chat (two LLM-free agents taking turns, real AG2 0.14
 speaker selection, hand-off rules and derived triggers) runs side by side, interleaved per
@@ -62,7 +62,7 @@ def chat_pattern(turns: int) -> Any:
     from autogen.agentchat.group import AgentTarget, TerminateTarget
     from autogen.agentchat.group.patterns import DefaultPattern
 
-    from runs.integrations.ag2.scripted import scripted_agent
+    from runs.integrations.autogen.scripted import scripted_agent
 
     asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
     answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])
@@ -126,7 +126,7 @@ def _run_once(
     from autogen.io import IOStream
 
     from runs.client import RunReporter
-    from runs.integrations.ag2 import attach
+    from runs.integrations.autogen import attach
 
     pattern = chat_pattern(turns)
     with IOStream.set_default(_Silent()):

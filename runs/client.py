@@ -9,7 +9,7 @@ times and raising ``ReportError`` when the server refuses or stays down::
     reporter.event("agent_text", agent="InterviewAgent", text="NEXT")
     reporter.close()            # flushes; also done at interpreter exit
 
-**Background** (``background=True``, what ``runs.integrations.ag2`` uses inside a chat): the
+**Background** (``background=True``, what ``runs.integrations.autogen`` uses inside a chat): the
 caller's thread only numbers the event and appends it to a bounded queue (and, with
 ``spool_dir``, one JSON line to a spool file); a daemon thread sends batches. Nothing in this
 mode blocks or raises into the caller: a slow, down or refusing server is logged once per

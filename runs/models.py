@@ -6,6 +6,8 @@ import uuid
 
 from django.db import models
 
+from runs.engine import ENVIRONMENTS, RUN_STATUSES
+
 
 def new_run_id() -> str:
     return uuid.uuid4().hex
@@ -14,15 +16,11 @@ def new_run_id() -> str:
 class Run(models.Model):
     """One workflow run; its definitions are pinned as exported when it started."""
 
-    class Status(models.TextChoices):
-        RUNNING = "running"
-        COMPLETED = "completed"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
-
-    class Environment(models.TextChoices):
-        DEVELOPMENT = "development"
-        PRODUCTION = "production"
+    # The engine owns the lifecycle and the environments; the model only stores them.
+    Status = models.TextChoices("Status", [(status.upper(), status) for status in RUN_STATUSES])
+    Environment = models.TextChoices(
+        "Environment", [(environment.upper(), environment) for environment in ENVIRONMENTS]
+    )
 
     id = models.CharField(primary_key=True, max_length=64, default=new_run_id, editable=False)
     workflow = models.ForeignKey(
@@ -41,6 +39,9 @@ class Run(models.Model):
         max_length=20, choices=Environment.choices, default=Environment.DEVELOPMENT
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    runtime = models.JSONField(
+        default=dict, blank=True, help_text='what reported the run: {"framework", "version", "sdk"}'
+    )
     provenance = models.JSONField(default=dict)
     warnings = models.JSONField(default=list)
     state = models.JSONField(default=dict, help_text="the live RunState as of last_seq")

@@ -26,6 +26,11 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "bootstrap: installing Python packages (pyproject.toml changed or first run)"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test,ag2]"
+  # ag2 0.x shipped the `autogen` package that the separate `autogen` distribution ships now:
+  # upgrading it in place would delete those files, so an old ag2 leaves first.
+  if .venv/bin/python -m pip show ag2 2>/dev/null | grep -q "^Version: 0\."; then
+    .venv/bin/python -m pip uninstall -q -y ag2
+  fi
+  .venv/bin/python -m pip install -q -e ".[test,ag2,autogen]"
   echo "$want" > "$stamp"
 fi

@@ -11,7 +11,7 @@ from autogen.agentchat.group import (
 )
 from autogen.agentchat.group.patterns import DefaultPattern
 
-from runs.integrations.ag2.scripted import ToolCall, scripted_agent, scripted_tool_agent
+from runs.integrations.autogen.scripted import ToolCall, scripted_agent, scripted_tool_agent
 
 # No ``from __future__ import annotations`` in this module: it defines AG2 tools.
 

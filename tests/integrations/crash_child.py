@@ -8,8 +8,8 @@ import sys
 from autogen.agentchat import initiate_group_chat
 
 from runs.client import RunReporter
-from runs.integrations.ag2 import attach
-from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
+from runs.integrations.autogen import attach
+from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
 
 
 def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:

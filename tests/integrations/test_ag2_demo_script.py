@@ -8,8 +8,8 @@ import json
 from autogen.agentchat import initiate_group_chat
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME
-from runs.integrations.ag2 import attach
-from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
+from runs.integrations.autogen import attach
+from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
 
 
 def test_the_shipped_script_is_the_demo_chats_run() -> None:

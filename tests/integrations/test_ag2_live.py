@@ -19,8 +19,8 @@ from websockets.sync.client import connect
 
 from runs.client import RunReporter
 from runs.engine import build_context, replay
-from runs.integrations.ag2 import attach
-from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
+from runs.integrations.autogen import attach
+from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
 from tests.support.processes import PROJECT, Daphne, wait_for_port
 
 pytestmark = pytest.mark.slow

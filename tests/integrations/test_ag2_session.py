@@ -1,4 +1,4 @@
-"""runs.integrations.ag2 on real AG2 group chats with scripted agents (no LLM, no network)."""
+"""runs.integrations.autogen on real AG2 group chats with scripted agents (no LLM, no network)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runs.engine import replay
-from runs.integrations.ag2 import HandoffRuleError, attach
-from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
+from runs.integrations.autogen import HandoffRuleError, attach
+from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
 
 from .chats import (
     ToolCall,
@@ -252,7 +252,7 @@ def test_production_run_with_rules_on_suppressed_variables_completes(
         ],
     )
     pattern = two_stage_pattern(interview=["NEXT"], answers=[])
-    with caplog.at_level(logging.WARNING, logger="runs.integrations.ag2.session"):
+    with caplog.at_level(logging.WARNING, logger="runs.integrations.autogen.session"):
         session = attach(
             pattern,
             cfg,

@@ -44,10 +44,10 @@ class Command(BaseCommand):
         try:
             from autogen.agentchat import initiate_group_chat
 
-            from runs.integrations.ag2 import attach
-            from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
+            from runs.integrations.autogen import attach
+            from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
         except ImportError as exc:
-            raise CommandError(f'{exc} (install the extra: pip install -e ".[ag2]")') from None
+            raise CommandError(f'{exc} (install the extra: pip install -e ".[autogen]")') from None
         logging.getLogger("autogen").setLevel(logging.WARNING)
         imported = demo_workflow_import(workflow=DEMO_WORKFLOWS_BY_NAME[DEMO_WORKFLOW])
         if imported is not None:  # demo_setup imports it; a database of your own may lack it

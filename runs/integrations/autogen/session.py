@@ -58,7 +58,7 @@ try:
     from autogen.io import IOStream
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'runs.integrations.ag2 needs AG2 0.14.x: pip install -e ".[ag2]" (ag2>=0.14,<0.15)'
+        'runs.integrations.autogen needs AG2 0.14.x: pip install -e ".[autogen]" (autogen>=0.14,<0.15)'
     ) from exc
 
 __all__ = ["SUPPORTED_AG2", "AG2Session", "HandoffRuleError", "attach"]
@@ -79,7 +79,7 @@ _REGISTERED = "_contextadmin_handoffs"  # on an agent: the conditions a session 
 
 if not autogen.__version__.startswith("0.14."):  # pragma: no cover
     logger.warning(
-        "runs.integrations.ag2 is tested with ag2 %s; this is %s",
+        "runs.integrations.autogen is tested with ag2 %s; this is %s",
         SUPPORTED_AG2,
         autogen.__version__,
     )

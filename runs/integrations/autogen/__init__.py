@@ -6,7 +6,7 @@
         initiate_group_chat(pattern=pattern, messages="...", max_rounds=20)
     session.context, session.flips, session.run_id, session.completed_overview()
 
-AG2 is an optional extra (``pip install -e ".[ag2]"``); importing this package without it
+AG2 is an optional extra (``pip install -e ".[autogen]"``); importing this package without it
 raises an ImportError that says so.
 """
 
