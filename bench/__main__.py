@@ -260,7 +260,8 @@ class Bench:
         self.emit(
             Figure(
                 "B9",
-                f"runs.integrations.autogen on the chat thread: a scripted {turns:,}-turn AG2 group "
+                f"runs.integrations.autogen on the chat thread: a scripted {turns:,}-turn AG2 "
+                f"Classic group "
                 f"chat ({events:,} run events each), {reps} reps interleaved, JSONL spool on; "
                 f"server up (Daphne), down (closed port), slow ({ag2.SLOW_S * 1e3:.0f} ms "
                 "per request)",

@@ -58,7 +58,8 @@ try:
     from autogen.io import IOStream
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'runs.integrations.autogen needs AG2 0.14.x: pip install -e ".[autogen]" (autogen>=0.14,<0.15)'
+        "runs.integrations.autogen needs AG2 Classic 0.14.x: "
+        'pip install -e ".[autogen]" (autogen>=0.14,<0.15)'
     ) from exc
 
 __all__ = ["SUPPORTED_AG2", "AG2Session", "HandoffRuleError", "attach"]

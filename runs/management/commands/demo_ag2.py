@@ -45,7 +45,12 @@ class Command(BaseCommand):
             from autogen.agentchat import initiate_group_chat
 
             from runs.integrations.autogen import attach
-            from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
+            from runs.integrations.autogen.demo import (
+                DEMO_CONFIG,
+                DEMO_WORKFLOW,
+                OPENING,
+                demo_pattern,
+            )
         except ImportError as exc:
             raise CommandError(f'{exc} (install the extra: pip install -e ".[autogen]")') from None
         logging.getLogger("autogen").setLevel(logging.WARNING)
