@@ -46,8 +46,8 @@ __all__ = [
     "ENV_VALUE_MAX_CHARS",
     "JSON_MAX_DEPTH",
     "MAX_CONDITION_LENGTH",
-    "NODE_DATA_MAX_BYTES",
     "MAX_OUTPUTS",
+    "NODE_DATA_MAX_BYTES",
     "NODE_TEXT_MAX_CHARS",
     "OUTPUT_NAMESPACES",
     "OUTPUT_VALUE_MAX_BYTES",
@@ -693,7 +693,7 @@ def _trimmed(value: str) -> str:
 
 
 class OutputMapping(_Model):
-    """Seed 004's ``from_llm`` for a tool: when ``tool`` responds, ``data[field]`` goes to ``to``."""
+    """Seed 004's ``from_llm`` for a tool: ``data[field]`` of its response is written to ``to``."""
 
     tool: Annotated[Identifier, AfterValidator(_trimmed)]
     field: Annotated[Identifier, AfterValidator(_trimmed)]
