@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reversion.models import Version
 
 from contextadmin import selectors, services
@@ -209,3 +211,35 @@ def test_the_workflow_page_refuses_a_bad_mapping_on_its_field(
     assert any(label.startswith(f"outputs[{index}].{field}: ") for label in
                response.wsgi_request.workflow_check.labels)
     assert db_dump() == before and not OutputMapping.objects.exists()
+
+
+# -- property: whatever the mappings, an import answers with a result or a ConfigError ----------
+_piece = st.one_of(
+    st.sampled_from(["agent", "world", "context", "max_items", "x", "1", "", " a", "a.b"]),
+    st.text(max_size=12),
+)
+_path = st.lists(_piece, min_size=0, max_size=4).map(".".join)
+_mapping = st.one_of(
+    st.fixed_dictionaries({"tool": _piece, "field": _piece, "to": _path}),
+    st.dictionaries(st.sampled_from(["tool", "field", "to", "from"]),
+                    st.one_of(_piece, st.integers(), st.none()), max_size=4),
+    st.integers(), st.none(),
+)
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(outputs=st.one_of(st.lists(_mapping, max_size=6), _piece, st.integers()))
+def test_import_of_any_mappings_is_a_result_or_a_config_error(
+    generator: Workflow, example: dict[str, Any], outputs: Any
+) -> None:
+    before = db_dump()
+    try:
+        services.workflow_import(name="Generator", data={**example, "outputs": outputs},
+                                 replace=True, dry_run=True)
+    except ConfigError as exc:
+        assert exc.issues and all(issue.message for issue in exc.issues)
+        # each names its field: the mapping's, or a variable's that a tool name collides with
+        assert all(issue.path.startswith(("outputs", "context_variables.")) for issue in
+                   exc.issues), exc.issues
+    assert db_dump() == before
