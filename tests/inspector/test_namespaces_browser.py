@@ -66,6 +66,11 @@ def test_run_page_shows_the_value_under_agent_set_by_tool(page, live, research):
     expect(page.locator("#namespaces")).to_contain_text("Nothing written yet")
     page.get_by_role("button", name="Back to live").click()
     expect(row.locator("td.value")).to_have_text('["project Y"]')
+    page.fill("#compare-a", "1")
+    page.fill("#compare-b", "3")
+    page.click("#compare button[type=submit]")
+    expect(page.locator("#compare-result tr", has_text="agent.intermediate")).to_contain_text(
+        "project Y")
 
     # a reload rebuilds it from the snapshot
     page.reload()
