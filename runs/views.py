@@ -186,6 +186,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "variables": _variables_meta(definitions),
         # the rules as pinned at start: the graph's edges; their readiness comes with the state
         "handoffs": definitions.get("handoffs", []),
+        # seed 004's output mappings as pinned: the Agent and world panel (none: no panel)
+        "outputs": definitions.get("outputs", []),
         "warnings": run.warnings,
         "stream_after": max(0, run.last_seq - STREAM_WINDOW),
         "constants": INSPECTOR_CONSTANTS,

@@ -26,9 +26,10 @@ export function writeAt(state, path, value) {
 
 /**
  * Render the namespaces.
- * view: { state: { agent, world }, writes, namespaces: ["agent", "world"], onJump }
+ * view: { state: { agent, world }, writes, namespaces: ["agent", "world"], mappings, onJump }
+ * mappings: the run's pinned output mappings ({ tool, field, to }), named while nothing is written.
  */
-export function renderNamespaces(container, { state, writes, namespaces, onJump }) {
+export function renderNamespaces(container, { state, writes, namespaces, mappings, onJump }) {
   const tables = [];
   for (const namespace of namespaces) {
     const content = state[namespace] || {};
@@ -59,6 +60,9 @@ export function renderNamespaces(container, { state, writes, namespaces, onJump 
       el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Value"), el("th", {}, "Source"))),
       el("tbody", {}, rows)));
   }
-  replace(container, tables.length ? tables
-    : el("p", { class: "muted" }, "Nothing written yet: the workflow's output mappings write here when their tool responds."));
+  replace(container, tables.length ? tables : [
+    el("p", { class: "muted" }, "Nothing written yet: each mapping writes when its tool responds."),
+    el("ul", { class: "muted mappings" }, (mappings || []).map((mapping) => el("li", {},
+      el("code", {}, mapping.to), " ← tool ", el("code", {}, mapping.tool), ` (data.${mapping.field})`))),
+  ]);
 }

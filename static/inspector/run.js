@@ -144,10 +144,11 @@ function render() {
   }));
   renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
   const spacesKey = view.live ? `live ${model.spacesRevision}` : `at ${viewRevision}`;
-  if (spacesKey !== spacesDrawn) {
+  if (spacesKey !== spacesDrawn && $("namespaces")) { // the panel: only for a workflow with mappings
     spacesDrawn = spacesKey;
     renderNamespaces($("namespaces"), {
-      state: current.spaces || {}, writes: current.writes || {}, namespaces: outputNamespaces, onJump: jump,
+      state: current.spaces || {}, writes: current.writes || {}, namespaces: outputNamespaces,
+      mappings: page.outputs, onJump: jump,
     });
   }
   const handoffsKey = JSON.stringify(current.readiness);

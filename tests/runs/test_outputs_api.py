@@ -108,3 +108,15 @@ def test_runs_of_a_workflow_without_mappings_are_unchanged(api: Api) -> None:
     api.events(run_id, [{"type": "tool_response", "tool": "save_plan", "data": {"keywords": 1}}])
     assert "outputs" not in RunEvent.objects.get(run_id=run_id, seq=1).result
     assert state_at(api, run_id)["state"]["agent"] == {}
+
+
+def test_the_run_page_has_the_agent_and_world_panel_only_with_mappings(
+    admin_client: Any, api: Api, research: None
+) -> None:
+    mapped = start(api)
+    html = admin_client.get(f"/runs/{mapped}/").content.decode()
+    assert 'id="namespaces"' in html and "Agent and world" in html
+    assert '"outputs": [{"tool": "extract_keywords"' in html  # the pinned mappings, for the page
+    plain: str = api.start()["run_id"]
+    html = admin_client.get(f"/runs/{plain}/").content.decode()
+    assert 'id="namespaces"' not in html
