@@ -695,8 +695,12 @@ def _trimmed(value: str) -> str:
 class OutputMapping(_Model):
     """Seed 004's ``from_llm`` for a tool: ``data[field]`` of its response is written to ``to``."""
 
-    tool: Annotated[Identifier, AfterValidator(_trimmed)]
-    field: Annotated[Identifier, AfterValidator(_trimmed)]
+    tool: Annotated[
+        Identifier, AfterValidator(_trimmed), Field(description="the tool whose response is read")
+    ]
+    field: Annotated[
+        Identifier, AfterValidator(_trimmed), Field(description="the key of the response's data")
+    ]
     to: Annotated[
         str,
         Field(
