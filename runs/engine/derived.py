@@ -37,11 +37,15 @@ CAUSE_TEXT_MAX_CHARS = 80  # the text preview kept in a flip's cause
 
 @dataclass(frozen=True)
 class Flip:
-    """One derived variable set to ``value`` by trigger ``trigger_index``, and what caused it."""
+    """One derived variable set to ``value`` by trigger ``trigger_index``, and what caused it.
+
+    ``trigger_index`` is None for an explicit set (a ``context_set`` by a tool or an agent,
+    seed 000's "a tool that writes a derived variable explicitly"): ``cause`` then names who.
+    """
 
     name: str
     value: bool
-    trigger_index: int
+    trigger_index: int | None
     cause: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def as_dict(self) -> dict[str, Any]:

@@ -61,10 +61,13 @@ __all__ = [
     "RUN_TRANSITIONS",
     "Applied",
     "EventError",
+    "Refusal",
     "RunEnded",
     "RunState",
     "SeqError",
     "context_set_problem",
+    "context_set_refusal",
+    "explicit_set_cause",
     "node_output",
     "replay",
     "run_status_problem",
@@ -160,45 +163,87 @@ def _initial_execution(environment: str = "development") -> dict[str, Any]:
     }
 
 
-def context_set_problem(
+def explicit_set_cause(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The cause of a flip made by a ``context_set``: the tool and/or agent that set it."""
+    cause: dict[str, Any] = {"type": "context_set"}
+    if isinstance(event.get("tool"), str):
+        cause["tool"] = event["tool"]
+    agent = event_sender(event)
+    if agent is not None:
+        cause["agent"] = agent
+    return cause
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a run may not take a ``context_set``: the rule broken (one of ``WARNING_RULES``,
+    what a ``warning`` event records) and the problem, naming the field."""
+
+    rule: str
+    problem: str
+
+
+def context_set_refusal(
     config: ContextVariablesFile, name: str, value: Any, *, environment: str
-) -> str | None:
-    """Say why a ``context_set`` of ``name`` to ``value`` is refused (None when it may apply).
+) -> Refusal | None:
+    """Say which rule refuses a ``context_set`` of ``name`` to ``value`` (None when it may apply).
 
     The one rule for run-time writes (DESIGN.md §4, docs/engine.md "context_set"): never the
     base (``enterprise_id``, ``workflow_name``, the base flags), never a declarative constant,
-    never a derived flag (only its triggers flip it), never an undeclared name, never an
-    environment variable in production; otherwise only a value of the declared type, and never
-    a credential-looking one.
+    never an undeclared name, never an environment variable in production; a derived flag only
+    to a boolean (an explicit set, recorded as a flip); otherwise only a value of the declared
+    type, and never a credential-looking one.
     """
+    _require_str("name", name)
     category = config.categories().get(name)
     if name in RESERVED_NAMES:
-        return f"name: {name} is the run's base: it never changes during a run"
+        return Refusal("base", f"name: {name} is the run's base: it never changes during a run")
     if name in BASE_FLAGS:
         if environment == "production":
-            return f"name: environment variable {name} is suppressed in production"
-        return (
+            return Refusal(
+                "production", f"name: environment variable {name} is suppressed in production"
+            )
+        return Refusal("base", (
             f"name: {name} is a base flag read from {BASE_FLAGS[name]} at start: "
             "it never changes during a run"
-        )
+        ))
     if category is None:
-        return f"name: unknown variable {name} (declare it in the workflow first)"
+        return Refusal(
+            "undeclared", f"name: unknown variable {name} (declare it in the workflow first)"
+        )
     if category == "declarative":
-        return f"name: declarative variable {name} is a constant: it never changes during a run"
-    if category == "derived":
-        return f"name: derived variable {name} is flipped by its triggers only"
+        return Refusal(
+            "constant",
+            f"name: declarative variable {name} is a constant: it never changes during a run",
+        )
     if category == "environment" and environment == "production":
-        return f"name: environment variable {name} is suppressed in production"
+        return Refusal(
+            "production", f"name: environment variable {name} is suppressed in production"
+        )
     declared = next(v.type for _, _, v in config.variables() if v.name == name)
     if not value_matches_type(value, declared):
-        return (
+        return Refusal("type", (
             f"value: {name} takes {with_article(declared)} (the declared type), "
             f"got {json_type_name(value)}"
-        )
+        ))
     reason = credential_value_reason(value)
     if reason:
-        return f"value: {reason}; context variables never hold secrets"
+        return Refusal("credential", f"value: {reason}; context variables never hold secrets")
     return None
+
+
+def context_set_problem(
+    config: ContextVariablesFile, name: str, value: Any, *, environment: str
+) -> str | None:
+    """Say why a ``context_set`` of ``name`` to ``value`` is refused (None when it may apply):
+    the problem of ``context_set_refusal``, the one rule for run-time writes."""
+    refusal = context_set_refusal(config, name, value, environment=environment)
+    return refusal.problem if refusal else None
+
+
+def _require_str(parameter: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{parameter}: must be a str, not {type(value).__name__}")
 
 
 class RunState:
@@ -374,9 +419,16 @@ class RunState:
         elif type_ == "context_set":
             name, new = event["name"], copy.deepcopy(event["value"])
             old = self.context.get(name)
-            if name not in self.context or old != new:
+            if name in self._derived_names:
+                if old is not new:  # an explicit set is a flip; the same value again is not
+                    self._before_flip = {name: old}
+                    flips = [Flip(name, new, None, explicit_set_cause(event))]
+            elif name not in self.context or old != new:
                 changes[name] = {"old": copy.deepcopy(old), "new": copy.deepcopy(new)}
             self.context[name] = new
+        elif type_ == "warning":
+            # counted for the run header; absent until the first (older snapshots lack it)
+            execution["warnings"] = execution.get("warnings", 0) + 1
         elif type_ == "run_status":
             execution["status"] = event["status"]
         elif type_ == "handoff":
