@@ -56,6 +56,19 @@ def record_plan(
     )
 
 
+def save_plan(context_variables: ContextVariables) -> ReplyResult:
+    """Save the plan; sets the derived flag plan_saved explicitly (seed 000's "a tool that
+    writes a derived variable explicitly")."""
+    context_variables["plan_saved"] = True
+    return ReplyResult(message="Plan saved.", context_variables=context_variables)
+
+
+def raise_tier(context_variables: ContextVariables) -> ReplyResult:
+    """Try to change the declarative constant product_tier (a run refuses it: a warning)."""
+    context_variables["product_tier"] = "gold"
+    return ReplyResult(message="Tier raised.", context_variables=context_variables)
+
+
 def failing_tool(reason: str) -> str:
     """Always fail (AG2 reports is_exec_success=False)."""
     raise RuntimeError(reason)
