@@ -20,6 +20,8 @@ from contextadmin.selectors import workflow_config, workflow_get
 from runs import selectors
 from runs.engine import (
     EVENT_TYPES,
+    RUN_ENDED_STATUSES,
+    RUN_STATUSES,
     build_context,
     fetch_database_variables,
     handoffs_readiness,
@@ -57,6 +59,7 @@ INSPECTOR_CONSTANTS = {
     "environments": ENVIRONMENTS,
     "event_types": EVENT_TYPES,
     "base_flags": BASE_FLAGS,  # name -> environment variable: every run's, declared or not
+    "ended_statuses": [status for status in RUN_STATUSES if status in RUN_ENDED_STATUSES],
 }
 
 

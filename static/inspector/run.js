@@ -17,6 +17,7 @@ const root = document.getElementById("inspector");
 const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
 const page = jsonScript("page-data");
 const { categories, namespaces, event_types: eventTypes, base_flags: baseFlags } = page.constants;
+const endedStatuses = new Set(page.constants.ended_statuses); // the engine's RUN_ENDED_STATUSES
 const $ = (id) => document.getElementById(id);
 
 const model = {
@@ -248,10 +249,11 @@ function onEvent(message) {
   }
   model.run.last_event_at = new Date().toISOString();
   if (message.event.type === "run_status") {
-    model.status = message.event.status;
-    if (message.event.status !== "running" && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
-    model.run.ended_by = message.event.status === "failed" ? "crash"
-      : message.event.status === "running" ? null : message.event.status;
+    const status = message.event.status;
+    model.status = status;
+    const ended = endedStatuses.has(status); // paused is not ended: it resumes to running
+    if (ended && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
+    model.run.ended_by = !ended ? null : status === "failed" ? "crash" : status;
   }
   model.readiness = message.handoffs ?? null;
   followAgents(message);
