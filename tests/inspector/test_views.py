@@ -281,7 +281,7 @@ def page_data(response) -> dict:
     ],
 )
 def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expected):
-    from runs.engine import EVENT_TYPES
+    from runs.engine import EVENT_TYPES, RUN_ENDED_STATUSES, RUN_STATUSES
     from runs.engine.format import CATEGORIES, ENVIRONMENTS
     from runs.engine.loader import BASE_FLAGS
     from runs.engine.state import NAMESPACES
@@ -292,6 +292,7 @@ def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expec
         "namespaces": list(NAMESPACES),
         "environments": list(ENVIRONMENTS),
         "event_types": list(EVENT_TYPES),
+        "ended_statuses": [s for s in RUN_STATUSES if s in RUN_ENDED_STATUSES],
     }
     constants = page_data(staff.get(f"/runs/{run.pk}/"))["constants"]
     assert constants[key] == owned[key]  # rendered from the engine, not re-declared
