@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import format as fmt
+from .arguments import require_mapping
 from .config import ConfigInput, load_config
 from .events import event_sender
 from .log import logger, preview
@@ -217,7 +218,9 @@ class DerivedContextManager:
         ``turn_counts`` maps agent -> agent_text messages so far *including* this event; without
         it the manager keeps its own count (one manager per run).
         """
-        if self.inert or not isinstance(event, Mapping):
+        require_mapping("event", event)
+        require_mapping("values", values, mutable=True)
+        if self.inert:
             return []
         type_ = event.get("type")
         key = _event_key(event)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .arguments import require_mapping, require_str
 from .config import ConfigInput, load_config
 from .format import BASE_FLAGS, JSON_MAX_DEPTH, RESERVED_NAMES, json_nesting_exceeds
 from .paths import drill
@@ -148,6 +149,9 @@ def resolve(
     template: str, *, variables: Mapping[str, Any], node_outputs: Mapping[str, Any]
 ) -> Resolution:
     """Resolve every ``{{reference}}`` in a string (seed 002 "Resolution Algorithm")."""
+    require_str("template", template)
+    require_mapping("variables", variables)
+    require_mapping("node_outputs", node_outputs)
     unresolved: dict[str, None] = {}  # ordered set: first appearance, no repeats
     text = _resolve_into(template, variables, node_outputs, unresolved)
     return Resolution(text, list(unresolved))
@@ -161,6 +165,8 @@ def resolve_json(
     Raises ``TemplateError`` for a tree nested deeper than ``JSON_MAX_DEPTH`` (checked first,
     without recursion), so legal but hostile JSON never overflows the stack.
     """
+    require_mapping("variables", variables)
+    require_mapping("node_outputs", node_outputs)
     if json_nesting_exceeds(obj, JSON_MAX_DEPTH):
         raise TemplateError(f"template: nested more than {JSON_MAX_DEPTH} levels")
     unresolved: dict[str, None] = {}
@@ -183,6 +189,8 @@ def resolve_system_message(template: str, variables: Mapping[str, Any]) -> Resol
     Only plain names (with optional ``!r``/``:spec``) are filled, as ``str.format`` would render
     them; unknown names and anything else stay as written and are listed.
     """
+    require_str("template", template)
+    require_mapping("variables", variables)
     unresolved: dict[str, None] = {}
 
     def substitute(match: re.Match[str]) -> str:
@@ -247,6 +255,10 @@ def lint_templates(
     ``templates`` maps a location (``"InterviewAgent.prompt"``) to a string or JSON template,
     or is a plain list of them (locations ``[0]``, ``[1]``...).
     """
+    if not isinstance(templates, str | Mapping | Iterable):
+        raise TypeError(
+            f"templates: must be a mapping, a list or a str, not {type(templates).__name__}"
+        )
     known = set(load_config(config).config.categories()) | RESERVED_NAMES | set(BASE_FLAGS)
     node_names = set(nodes)
     if isinstance(templates, str):

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .arguments import require_config, require_iterable, require_mapping, require_str
 from .config import ConfigInput, load_config
 from .derived import DerivedContextManager, Flip
 from .events import RUN_STATUSES, event_sender, validate_event
@@ -194,7 +195,7 @@ def context_set_refusal(
     to a boolean (an explicit set, recorded as a flip); otherwise only a value of the declared
     type, and never a credential-looking one.
     """
-    _require_str("name", name)
+    require_str("name", name)
     category = config.categories().get(name)
     if name in RESERVED_NAMES:
         return Refusal("base", f"name: {name} is the run's base: it never changes during a run")
@@ -241,11 +242,6 @@ def context_set_problem(
     return refusal.problem if refusal else None
 
 
-def _require_str(parameter: str, value: Any) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{parameter}: must be a str, not {type(value).__name__}")
-
-
 class RunState:
     """The live state of one run; ``apply`` folds one event into it."""
 
@@ -256,6 +252,10 @@ class RunState:
         *,
         environment: str = "development",
     ) -> None:
+        require_config("config", config)
+        if not isinstance(base_context, Context):
+            require_mapping("base_context", base_context)
+        require_str("environment", environment)
         if environment not in ENVIRONMENTS:
             raise ValueError(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
         self._config: ContextVariablesFile = load_config(config).config
@@ -301,6 +301,7 @@ class RunState:
 
     def get(self, path: str, default: Any = None) -> Any:
         """Read ``namespace.key.sub...`` (``context.interview_complete``); ``default`` if absent."""
+        require_str("path", path)
         head, *rest = path.split(".")
         if head not in NAMESPACES:
             return default
@@ -309,6 +310,7 @@ class RunState:
 
     def set(self, path: str, value: Any) -> None:
         """Write ``namespace.key.sub...``, creating intermediate objects as needed."""
+        require_str("path", path)
         head, *rest = path.split(".")
         if not rest or not all(rest):
             raise KeyError(f"{path!r}: a path is namespace.key[.sub...]")
@@ -395,7 +397,9 @@ class RunState:
         if problems:
             if self.ended and problems == RunEnded(self.execution["status"]).problems:
                 raise RunEnded(self.execution["status"])
-            if "seq" in event and problems[0].startswith("seq: expected"):
+            if isinstance(event, Mapping) and "seq" in event and problems[0].startswith(
+            "seq: expected"
+        ):
                 raise SeqError(expected=self.last_seq + 1, got=event["seq"])
             raise EventError(problems)
         seq = self.last_seq + 1
@@ -513,6 +517,7 @@ def replay(
     environment: str = "development",
 ) -> RunState:
     """Rebuild a run's state from its base context and event log."""
+    require_iterable("events", events)
     state = RunState(config, base_context, environment=environment)
     for event in events:
         state.apply(event)
