@@ -183,6 +183,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         # the rules as pinned at start: the graph's edges; their readiness comes with the state
         "handoffs": definitions.get("handoffs", []),
         "warnings": run.warnings,
+        # changes the chat made that the run refused (warning events): the header counts them
+        "warning_count": (run.state.get("execution") or {}).get("warnings", 0),
         "stream_after": max(0, run.last_seq - STREAM_WINDOW),
         "constants": INSPECTOR_CONSTANTS,
     }

@@ -2,7 +2,7 @@
 // and tools. What the server computes (readiness, the normalised sender, the names of categories,
 // namespaces and event types) is displayed as sent, never recomputed here.
 
-import { renderContext } from "./context.js";
+import { renderContext, setBy } from "./context.js";
 import { debounce, el, getJSON, jsonScript, replace, setText } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
@@ -31,6 +31,7 @@ const model = {
   changed: new Set(),
   revision: 0, // bumped when the context, its provenance, flips or sets change (redraw the table)
   execution: {}, // state.execution: current_agent, visited_agents, path (the agents graph)
+  warnings: 0, // execution.warnings: changes the run refused (warning events), for the header
   readiness: null, // the server's hand-off readiness (null: not sent, rules shown without status)
   run: { ...page.run }, // the lifecycle: started_at, ended_at, last_event_at, ended_by
 };
@@ -69,6 +70,8 @@ function jump(seq) {
 
 function describeFlip(flip) {
   const cause = flip.cause || {};
+  const setter = setBy(cause);
+  if (setter) return `set by ${setter} at #${flip.seq}`;
   const by = cause.agent || cause.tool;
   return `flipped at #${flip.seq}${by ? ` by ${by}` : ""}`;
 }
@@ -105,6 +108,8 @@ function render() {
   if (!model.ready) return;
   const current = shown();
   setText($("run-seq"), String(model.lastSeq));
+  setText($("run-warnings-count"), String(model.warnings));
+  $("run-warnings").dataset.count = String(model.warnings);
   renderLifecycle();
 
   const slider = $("travel-seq");
@@ -192,6 +197,7 @@ function onSnapshot(message) {
   model.sets = model.sets.filter((set) => set.seq <= message.seq);
   model.status = message.state.execution.status;
   model.execution = message.state.execution;
+  model.warnings = message.state.execution.warnings || 0;
   model.readiness = message.handoffs ?? null;
   schedule();
   restoreOnce();
@@ -248,6 +254,7 @@ function onEvent(message) {
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
   }
   model.run.last_event_at = new Date().toISOString();
+  if (message.event.type === "warning") model.warnings += 1;
   if (message.event.type === "run_status") {
     const status = message.event.status;
     model.status = status;
@@ -261,6 +268,14 @@ function onEvent(message) {
   schedule();
   restoreOnce();
 }
+
+// The header's warning count filters the events list to the warnings.
+$("run-warnings-link").addEventListener("click", (event) => {
+  event.preventDefault();
+  stream.setFilters({ agent: "", type: "warning" });
+  writeState({ agent: "", type: "warning" });
+  $("stream").closest("section").scrollIntoView({ block: "start" });
+});
 
 const socket = new LiveSocket(root.dataset.wsPath, {
   sequenced: true,
