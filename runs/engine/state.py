@@ -8,8 +8,11 @@ rebuilds exactly the live state.
 
 A run knows its environment (DESIGN.md §4): in production no environment variable or base flag
 is ever in its context, neither from the base context (dropped at construction) nor from a
-``context_set`` (refused). ``context_set`` may only set a database variable, or an environment
-variable outside production, to a value of its declared type (``context_set_problem``).
+``context_set`` (refused). ``context_set`` may only set a database variable, an environment
+variable outside production, or a derived flag (a boolean: an explicit set, recorded as a flip
+naming the tool or agent) to a value of its declared type (``writes.context_set_refusal``). A
+``warning`` event (a change the chat made that the run refused) changes no variable: it is
+counted in ``execution.warnings``.
 
 The run lifecycle (DESIGN.md §4) is ``RUN_TRANSITIONS``, checked by ``run_status_problem``: a
 run is ``running`` or ``paused`` (either way, any number of times) until a ``run_status`` of
@@ -44,17 +47,13 @@ from .format import (
     NODE_DATA_MAX_BYTES,
     NODE_TEXT_MAX_CHARS,
     PATH_MAX_EDGES,
-    RESERVED_NAMES,
     STATE_MAX_NODES,
     ContextVariablesFile,
-    credential_value_reason,
-    json_type_name,
     json_value_problem,
-    value_matches_type,
-    with_article,
 )
 from .loader import Context, ContextError
 from .paths import drill
+from .writes import Refusal, context_set_problem, context_set_refusal, explicit_set_cause
 
 __all__ = [
     "NAMESPACES",
@@ -162,84 +161,6 @@ def _initial_execution(environment: str = "development") -> dict[str, Any]:
         "last_seq": 0,
         "environment": environment,
     }
-
-
-def explicit_set_cause(event: Mapping[str, Any]) -> dict[str, Any]:
-    """The cause of a flip made by a ``context_set``: the tool and/or agent that set it."""
-    cause: dict[str, Any] = {"type": "context_set"}
-    if isinstance(event.get("tool"), str):
-        cause["tool"] = event["tool"]
-    agent = event_sender(event)
-    if agent is not None:
-        cause["agent"] = agent
-    return cause
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why a run may not take a ``context_set``: the rule broken (one of ``WARNING_RULES``,
-    what a ``warning`` event records) and the problem, naming the field."""
-
-    rule: str
-    problem: str
-
-
-def context_set_refusal(
-    config: ContextVariablesFile, name: str, value: Any, *, environment: str
-) -> Refusal | None:
-    """Say which rule refuses a ``context_set`` of ``name`` to ``value`` (None when it may apply).
-
-    The one rule for run-time writes (DESIGN.md §4, docs/engine.md "context_set"): never the
-    base (``enterprise_id``, ``workflow_name``, the base flags), never a declarative constant,
-    never an undeclared name, never an environment variable in production; a derived flag only
-    to a boolean (an explicit set, recorded as a flip); otherwise only a value of the declared
-    type, and never a credential-looking one.
-    """
-    require_str("name", name)
-    category = config.categories().get(name)
-    if name in RESERVED_NAMES:
-        return Refusal("base", f"name: {name} is the run's base: it never changes during a run")
-    if name in BASE_FLAGS:
-        if environment == "production":
-            return Refusal(
-                "production", f"name: environment variable {name} is suppressed in production"
-            )
-        return Refusal("base", (
-            f"name: {name} is a base flag read from {BASE_FLAGS[name]} at start: "
-            "it never changes during a run"
-        ))
-    if category is None:
-        return Refusal(
-            "undeclared", f"name: unknown variable {name} (declare it in the workflow first)"
-        )
-    if category == "declarative":
-        return Refusal(
-            "constant",
-            f"name: declarative variable {name} is a constant: it never changes during a run",
-        )
-    if category == "environment" and environment == "production":
-        return Refusal(
-            "production", f"name: environment variable {name} is suppressed in production"
-        )
-    declared = next(v.type for _, _, v in config.variables() if v.name == name)
-    if not value_matches_type(value, declared):
-        return Refusal("type", (
-            f"value: {name} takes {with_article(declared)} (the declared type), "
-            f"got {json_type_name(value)}"
-        ))
-    reason = credential_value_reason(value)
-    if reason:
-        return Refusal("credential", f"value: {reason}; context variables never hold secrets")
-    return None
-
-
-def context_set_problem(
-    config: ContextVariablesFile, name: str, value: Any, *, environment: str
-) -> str | None:
-    """Say why a ``context_set`` of ``name`` to ``value`` is refused (None when it may apply):
-    the problem of ``context_set_refusal``, the one rule for run-time writes."""
-    refusal = context_set_refusal(config, name, value, environment=environment)
-    return refusal.problem if refusal else None
 
 
 class RunState:
