@@ -53,7 +53,13 @@ from .format import (
 )
 from .loader import Context, ContextError
 from .paths import drill
-from .writes import Refusal, context_set_problem, context_set_refusal, explicit_set_cause
+from .writes import (
+    Refusal,
+    context_set_problem,
+    context_set_refusal,
+    explicit_set_cause,
+    warning_value_problem,
+)
 
 __all__ = [
     "NAMESPACES",
@@ -281,6 +287,10 @@ class RunState:
             problem = context_set_problem(
                 self._config, event["name"], event["value"], environment=self.environment
             )
+            if problem:
+                return [problem]
+        if event["type"] == "warning":
+            problem = warning_value_problem(event["value"])
             if problem:
                 return [problem]
         node = _node_name(event)

@@ -17,6 +17,7 @@ from .arguments import require_str
 from .events import event_sender
 from .format import (
     BASE_FLAGS,
+    REDACTED_MARKER,
     RESERVED_NAMES,
     ContextVariablesFile,
     credential_value_reason,
@@ -24,8 +25,15 @@ from .format import (
     value_matches_type,
     with_article,
 )
+from .loader import redact_credentials
 
-__all__ = ["Refusal", "context_set_problem", "context_set_refusal", "explicit_set_cause"]
+__all__ = [
+    "Refusal",
+    "context_set_problem",
+    "context_set_refusal",
+    "explicit_set_cause",
+    "warning_value_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -104,3 +112,15 @@ def explicit_set_cause(event: Mapping[str, Any]) -> dict[str, Any]:
     if agent is not None:
         cause["agent"] = agent
     return cause
+
+
+def warning_value_problem(value: Any) -> str | None:
+    """Say why a ``warning`` may not carry ``value`` (None when it may): a refused value is
+    shown on the run page, so a credential-looking one is sent as ``REDACTED_MARKER``."""
+    _, reason = redact_credentials(value)
+    if reason is None:
+        return None
+    return (
+        f"value: {reason.split(':', 1)[0]}; a warning never holds secrets "
+        f"(send {REDACTED_MARKER} instead)"
+    )

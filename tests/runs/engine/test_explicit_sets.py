@@ -189,6 +189,22 @@ def test_a_warning_changes_no_variable_and_is_counted() -> None:
     assert RunState.from_dict(CONFIG, state.to_dict()).get("execution.warnings") == 2
 
 
+def test_a_warning_never_holds_a_secret() -> None:
+    state = fresh()
+    before = state.to_dict()
+    event = {**WARNING, "name": "plan_owner", "value": {"url": "postgres://u:pw@db/app"},
+             "rule": "credential"}
+    with pytest.raises(EventError) as info:
+        state.apply(event)
+    assert info.value.problems == [
+        "value: looks like a credential (a URL with userinfo, e.g. a password); a warning never "
+        "holds secrets (send [redacted] instead)"
+    ]
+    assert state.to_dict() == before
+    state.apply({**event, "value": "[redacted]"})
+    assert state.get("execution.warnings") == 1
+
+
 # -- replay ----------------------------------------------------------------------------------------
 VALUES = st.one_of(st.booleans(), st.integers(-3, 3), st.sampled_from(["", "x", "beta"]), st.none())
 NAMES = st.sampled_from(
