@@ -100,7 +100,7 @@ def unexplained(chat: dict[str, Any], server: dict[str, Any], warnings: list[Any
 
 
 @settings(
-    max_examples=25,  # about 0.2 s a chat against the live server
+    max_examples=25,  # 5 to 12 s in all against the live server
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
