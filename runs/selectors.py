@@ -143,12 +143,15 @@ def event_message(
     event: Mapping[str, Any],
     result: Mapping[str, Any],
     handoffs: list[dict[str, Any]],
+    at: str | None,
 ) -> str:
-    """The inspector's wire message for one stored event (live and catch-up alike)."""
+    """The inspector's wire message for one stored event (live and catch-up alike); ``at`` is
+    when the server received it (the run page's "Last event")."""
     return json_text(
         {
             "type": "event",
             "seq": seq,
+            "at": at,
             "event": event,
             "agent": event_sender(event),
             "flips": result.get("flips", []),
@@ -177,7 +180,7 @@ def run_event_messages(
         state.apply(event.payload)
         handoffs = handoffs_now(config, state.context)
         text = event_message(seq=event.seq, event=event.payload, result=event.result,
-                             handoffs=handoffs)
+                             handoffs=handoffs, at=event.received_at.isoformat())
         messages.append((event.seq, text))
     return messages
 
@@ -381,11 +384,9 @@ def workflow_rows() -> list[WorkflowRow]:
     rows = (
         Workflow.objects.order_by("name")
         .annotate(
-            published_number=Subquery(
-                WorkflowVersion.objects.filter(pk=OuterRef("published_version_id")).values(
-                    "number"
-                )[:1]
-            ),
+            # the workflow's own pointer (set only when a version is published); a subquery
+            # on WorkflowVersion would join its default ordering's workflow and read another's
+            published_number=F("published_version__number"),
             head_number=Subquery(head.values("number")[:1]),
             last_run_id=Subquery(last_run.values("pk")[:1]),
             last_run_status=Subquery(last_run.values("status")[:1]),
@@ -572,13 +573,19 @@ def run_export_header(*, run: Run) -> dict[str, Any]:
             "status": run.status,
             "started_at": run.started_at.isoformat() if run.started_at else None,
             "ended_at": run.ended_at.isoformat() if run.ended_at else None,
+            "last_event_at": _isoformat(run_last_event_at(run=run)),
             "last_seq": run.last_seq,
+            "workflow_version": run.workflow_version,
             "definitions": run.definitions,
             "provenance": run.provenance,
             "warnings": run.warnings,
             "initial_state": initial,
         }
     }
+
+
+def _isoformat(moment: dt.datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
 
 
 # -- retention: what prune_runs would delete ------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -20,6 +21,7 @@ from contextadmin.selectors import workflow_config, workflow_get
 from runs import selectors
 from runs.engine import (
     EVENT_TYPES,
+    RUN_ENDED_STATUSES,
     build_context,
     fetch_database_variables,
     handoffs_readiness,
@@ -57,6 +59,7 @@ INSPECTOR_CONSTANTS = {
     "environments": ENVIRONMENTS,
     "event_types": EVENT_TYPES,
     "base_flags": BASE_FLAGS,  # name -> environment variable: every run's, declared or not
+    "ended_statuses": sorted(RUN_ENDED_STATUSES),  # a paused run is still live
 }
 
 
@@ -110,9 +113,19 @@ def home(request: HttpRequest) -> HttpResponse:
             "changes": selectors.recent_changes(),
             "checklist": selectors.first_run_checklist(),
             "server_url": request.build_absolute_uri("/").rstrip("/"),
+            "demo_env": _demo_mongo_env(settings.MONGODB_URI),
             "stale_after_s": selectors.run_stale_after_s(),
         },
     )
+
+
+def _demo_mongo_env(uri: str) -> str:
+    """What the demo runtime needs in front of its command to look up ``concept_overview`` in
+    the server's MongoDB, as ``scripts/run`` prints it; empty when none is configured or the
+    URI carries a password (never shown)."""
+    if not uri or "@" in uri:
+        return ""
+    return f"MONGODB_URI={shlex.quote(uri)} "
 
 
 # -- runs -----------------------------------------------------------------------------------

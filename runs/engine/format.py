@@ -44,6 +44,7 @@ __all__ = [
     "ENVIRONMENTS",
     "ENV_NUMBER_MAX_CHARS",
     "ENV_VALUE_MAX_CHARS",
+    "EXCHANGES_MAX",
     "JSON_MAX_DEPTH",
     "MAX_CONDITION_LENGTH",
     "NODE_DATA_MAX_BYTES",
@@ -143,6 +144,7 @@ NODE_TEXT_MAX_CHARS = 1_000  # an agent's last text kept in nodes; longer: a pre
 NODE_DATA_MAX_BYTES = 2_000  # a tool's last response (as JSON); larger: a preview this long
 STATE_MAX_NODES = 500  # distinct agents and tools a run's state tracks (nodes, visited agents)
 PATH_MAX_EDGES = 1_000  # hand-off edges kept in execution.path (the latest; each has its seq)
+EXCHANGES_MAX = 200  # speaker pairs counted in execution.exchanges (the first ones; then no more)
 ENV_VALUE_MAX_CHARS = 1_000  # seed 000: env vars are "small booleans or short scalars"
 ENV_NUMBER_MAX_CHARS = 100  # an integer/number literal longer than this is not a flag value
 

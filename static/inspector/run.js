@@ -3,7 +3,7 @@
 // namespaces and event types) is displayed as sent, never recomputed here.
 
 import { renderContext } from "./context.js";
-import { debounce, el, getJSON, jsonScript, replace, setText } from "./dom.js";
+import { debounce, el, getJSON, jsonScript, replace, setText, when } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
 import { isStale, lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
@@ -17,6 +17,7 @@ const root = document.getElementById("inspector");
 const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
 const page = jsonScript("page-data");
 const { categories, namespaces, event_types: eventTypes, base_flags: baseFlags } = page.constants;
+const ENDED = new Set(page.constants.ended_statuses); // completed, failed, cancelled (not paused)
 const $ = (id) => document.getElementById(id);
 
 const model = {
@@ -38,6 +39,7 @@ const initial = readState(); // the shared view: ?at, ?agent, ?type, ?compare, ?
 let compareFollows = !initial.compare || initial.compare[1] === "live";
 // live: follow the stream; otherwise show `state` as of `seq` (from the state API)
 let view = { live: true, seq: null, state: null };
+let conn = { state: "connecting", detail: {} }; // the socket's last reported state
 let viewRevision = 0; // bumped whenever `view` is replaced
 function setView(next) {
   view = next;
@@ -143,19 +145,14 @@ function render() {
   }
   const execution = current.execution || {};
   const graphKey = JSON.stringify([view.live ? null : view.seq, execution.current_agent,
-    execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status)]);
+    execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status),
+    execution.exchanges?.reduce((turns, pair) => turns + pair.turns, 0)]);
   if (graphKey !== graphDrawn) { // most events change neither the agents nor a rule's status
     graphDrawn = graphKey;
     renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution, onJump: jump });
   }
   setText($("graph-at"), view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`);
   if (view.live) resolveSoon();
-}
-
-/** "2026-01-31 12:00:05 UTC", as the server renders the start time. */
-function utcText(iso) {
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "—" : `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 function renderLifecycle() {
@@ -170,8 +167,9 @@ function renderLifecycle() {
   if (pill.title !== title) pill.title = title;
   setText($("run-duration"), runDuration(run));
   const last = run.last_event_at;
-  setText($("run-last-event"), last && model.lastSeq ? utcText(last) : "—");
-  setText($("run-ended"), run.ended_at ? utcText(run.ended_at) : "not yet");
+  setText($("run-last-event"), last && model.lastSeq ? when(last) : "—");
+  setText($("run-ended"), run.ended_at ? when(run.ended_at) : "not yet");
+  showConn();
 }
 setInterval(renderLifecycle, 5000); // the duration and the stale marker move with the clock
 
@@ -214,6 +212,16 @@ function restoreOnce() {
   }
 }
 
+/** Count a turn of `target` speaking after `source`, as the server's state does
+ * (runs.engine.state: execution.exchanges; the graph connects speakers with no hand-off between). */
+function exchange(execution, source, target) {
+  if (!source || source === target) return;
+  execution.exchanges = execution.exchanges || [];
+  const known = execution.exchanges.find((pair) => pair.source === source && pair.target === target);
+  if (known) known.turns += 1;
+  else execution.exchanges.push({ source, target, turns: 1 });
+}
+
 /** Follow the agents between snapshots: who spoke last, and each hand-off edge as it is taken. */
 function followAgents(message) {
   const { event, seq } = message;
@@ -224,7 +232,10 @@ function followAgents(message) {
     if (!execution.visited_agents.includes(agent)) execution.visited_agents.push(agent);
   };
   const agent = senderOf(message);
-  if (event.type === "agent_text" && agent) visit(agent);
+  if (event.type === "agent_text" && agent) {
+    exchange(execution, execution.current_agent, agent);
+    visit(agent);
+  }
   if (event.type === "handoff" && typeof event.target === "string") {
     execution.path = [...(execution.path || []),
       { source: agent, target: event.target, rule: Number.isInteger(event.rule) ? event.rule : null, seq }];
@@ -246,12 +257,12 @@ function onEvent(message) {
     model.changed.add(name);
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
   }
-  model.run.last_event_at = new Date().toISOString();
+  if (message.at) model.run.last_event_at = message.at; // when the server received it
   if (message.event.type === "run_status") {
     model.status = message.event.status;
-    if (message.event.status !== "running" && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
+    if (ENDED.has(message.event.status) && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
     model.run.ended_by = message.event.status === "failed" ? "crash"
-      : message.event.status === "running" ? null : message.event.status;
+      : ENDED.has(message.event.status) ? message.event.status : null;
   }
   model.readiness = message.handoffs ?? null;
   followAgents(message);
@@ -260,10 +271,19 @@ function onEvent(message) {
   restoreOnce();
 }
 
+/** The connection pill: "live" only while the run can still change; an ended run says so. */
+function showConn() {
+  const ended = conn.state === "live" && model.run.ended_at;
+  showStatus($("conn"), ended ? "ended" : conn.state, conn.detail);
+}
+
 const socket = new LiveSocket(root.dataset.wsPath, {
   sequenced: true,
   after: page.stream_after,
-  onStatus: (state, detail) => showStatus($("conn"), state, detail),
+  onStatus(state, detail) {
+    conn = { state, detail };
+    showConn();
+  },
   onMessage(message) {
     if (message.type === "snapshot") onSnapshot(message);
     else if (message.type === "event") onEvent(message);
