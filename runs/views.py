@@ -150,6 +150,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
     if as_json:
         return json_response({"runs": runs, "next": page.next_cursor, "prev": page.prev_cursor})
     query = {key: value for key, value in search.items() if value}
+    # back at the newest runs through "Newer": the newest page (live), not an older one
+    paged = bool(before) or bool(after and page.prev_cursor)
     return render(
         request,
         "runs/run_list.html",
@@ -157,7 +159,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "filters": search,
             "runs": runs,
             "error": error,
-            "paged": bool(before or after),
+            "paged": paged,
             "older_query": urlencode({**query, "before": page.next_cursor})
             if page.next_cursor
             else "",
@@ -167,7 +169,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "newest_query": urlencode(query),
             "list_meta": {
                 "filters": search,
-                "paged": bool(before or after),
+                "paged": paged,
                 "stale_after_s": selectors.run_stale_after_s(),
             },
             "workflows": selectors.run_workflow_names(),
