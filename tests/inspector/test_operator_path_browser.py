@@ -176,3 +176,26 @@ Run.objects.bulk_update(runs, ["started_at"])
     page.goto("/runs/?enterprise_id=dates")
     listed = page.locator(f'#run-rows tr[data-run-id="{reporter.run_id}"] td').first
     expect(listed).to_have_text(started)  # the same run, the same words
+
+
+def test_front_page_and_runs_list_fit_400_px_and_label_their_values(chromium, live, staff_state):
+    """The walk at 400 px: the front page's workflows cut off their links, and the runs list's
+    stacked rows showed two times and a number with nothing saying which is which."""
+    reporter = live.reporter(enterprise_id="narrow-list")
+    reporter.event(**demo_events()[0])
+    context = chromium.new_context(base_url=live.url, storage_state=staff_state,
+                                   viewport={"width": 400, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto("/")
+        links = page.locator('#workflows tr[data-workflow="Generator"] a[data-link="runs"]')
+        expect(links).to_be_visible()
+        box = links.bounding_box()
+        assert box["x"] + box["width"] <= 400
+        page.goto("/runs/?enterprise_id=narrow-list")
+        row = page.locator(f'#run-rows tr[data-run-id="{reporter.run_id}"]')
+        labels = row.locator("td[data-label]").evaluate_all(
+            "cells => cells.map(c => getComputedStyle(c, '::before').content)")
+        assert '"last event "' in labels and '"started "' in labels, labels
+    finally:
+        context.close()
