@@ -99,6 +99,9 @@ def run_snapshot(*, run_id: str, after: int | None) -> dict[str, Any]:
     hand-off readiness then, and the run's summary."""
     run = run_get(run_id=run_id)
     state = run_state_at(run=run, seq=after).as_response(run)
+    # the run's last event as stored: the page's "Last event" for every event up to the
+    # summary's event_count, however late the page replays them
+    run.last_event_at = run_last_event_at(run=run)  # type: ignore[attr-defined]
     return {"type": "snapshot", **state, "run": run_summary(run=run)}
 
 
@@ -143,15 +146,12 @@ def event_message(
     event: Mapping[str, Any],
     result: Mapping[str, Any],
     handoffs: list[dict[str, Any]],
-    at: str | None,
 ) -> str:
-    """The inspector's wire message for one stored event (live and catch-up alike); ``at`` is
-    when the server received it (the run page's "Last event")."""
+    """The inspector's wire message for one stored event (live and catch-up alike)."""
     return json_text(
         {
             "type": "event",
             "seq": seq,
-            "at": at,
             "event": event,
             "agent": event_sender(event),
             "flips": result.get("flips", []),
@@ -180,7 +180,7 @@ def run_event_messages(
         state.apply(event.payload)
         handoffs = handoffs_now(config, state.context)
         text = event_message(seq=event.seq, event=event.payload, result=event.result,
-                             handoffs=handoffs, at=event.received_at.isoformat())
+                             handoffs=handoffs)
         messages.append((event.seq, text))
     return messages
 

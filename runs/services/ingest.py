@@ -73,8 +73,6 @@ class _Batch:
     messages: list[tuple[int, str]] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)  # the run's columns to update
     flags: list[str] = field(default_factory=list)  # the flags on after it (runs list)
-    # when it arrived (its events' received_at, to the millisecond): the run page's "Last event"
-    received: str = field(default_factory=lambda: timezone.now().isoformat())
 
 
 def _events_shape_check(events: Any) -> list[dict[str, Any]]:
@@ -358,12 +356,7 @@ def _event_apply(
     )
     handoffs = selectors.handoffs_now(config, state.context)
     batch.messages.append(
-        (
-            seq,
-            selectors.event_message(
-                seq=seq, event=event, result=outcome, handoffs=handoffs, at=batch.received
-            ),
-        )
+        (seq, selectors.event_message(seq=seq, event=event, result=outcome, handoffs=handoffs))
     )
     result.flips.extend(flips)
     result.acks.append({"seq": seq, "flips": flips})

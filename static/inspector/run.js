@@ -257,7 +257,12 @@ function onEvent(message) {
     model.changed.add(name);
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
   }
-  if (message.at) model.run.last_event_at = message.at; // when the server received it
+  // An event the server's summary already counted (the page's, or the snapshot's) keeps the
+  // run's stored last event time; a newer one arrived just now.
+  if (message.seq > (model.run.event_count || 0)) {
+    model.run.last_event_at = new Date().toISOString();
+    model.run.event_count = message.seq;
+  }
   if (message.event.type === "run_status") {
     model.status = message.event.status;
     if (ENDED.has(message.event.status) && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
