@@ -116,7 +116,9 @@ function render() {
   }
   $("compare-b").max = $("compare-a").max = String(model.lastSeq);
   if (compareFollows) $("compare-b").value = String(model.lastSeq);
-  setText($("context-at"), view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`);
+  // an ended run's latest state is its final one: "live" only while the run can change
+  const latest = `${model.run.ended_at ? "final" : "live"} · after #${model.lastSeq}`;
+  setText($("context-at"), view.live ? latest : `after #${view.seq}`);
 
   const contextKey = view.live ? `live ${model.revision}` : `at ${viewRevision}`;
   if (contextKey !== contextDrawn) {
@@ -151,7 +153,7 @@ function render() {
     graphDrawn = graphKey;
     renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution, onJump: jump });
   }
-  setText($("graph-at"), view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`);
+  setText($("graph-at"), view.live ? latest : `after #${view.seq}`);
   if (view.live) resolveSoon();
 }
 

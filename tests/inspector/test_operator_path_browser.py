@@ -61,6 +61,7 @@ RunEvent.objects.filter(run_id={reporter.run_id!r}, seq=4).update(
         assert page.locator("#run-last-event").inner_text() == "2026-01-02 03:04:05 UTC"
         expect(page.locator("#conn")).to_have_attribute("data-state", "ended")
         expect(page.locator("#conn")).to_have_text("ended")
+        expect(page.locator("#context-at")).to_have_text("final · after #4")
 
 
 def test_a_paused_run_stays_live_and_its_last_event_follows_new_events(page, live):
@@ -71,6 +72,7 @@ def test_a_paused_run_stays_live_and_its_last_event_follows_new_events(page, liv
     expect(page.locator("#run-status")).to_have_text("paused")
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
     expect(page.locator("#run-ended")).to_have_text("not yet")
+    expect(page.locator("#context-at")).to_have_text("live · after #2")
     last = page.locator("#run-last-event")
     expect(last).to_have_text(UTC_FORM)
 
