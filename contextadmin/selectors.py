@@ -363,6 +363,23 @@ def workflow_version_get(*, workflow: Workflow, number: int) -> WorkflowVersion:
     return version
 
 
+def workflow_version_matching(
+    *, workflow: Workflow | None, digest: str, number: int | None = None
+) -> int | None:
+    """Return the number of the workflow's version whose export has this SHA-256 ``digest``:
+    ``number`` when that one matches, else the newest that does; None when none does."""
+    if workflow is None:
+        return None
+    numbers = list(
+        WorkflowVersion.objects.filter(workflow=workflow, digest=digest)
+        .order_by("-number")
+        .values_list("number", flat=True)
+    )
+    if number in numbers:
+        return number
+    return numbers[0] if numbers else None
+
+
 def version_status(*, workflow: Workflow, version: WorkflowVersion) -> str:
     """Say what a version is to pipelines: published, draft (newer) or superseded (older)."""
     published = workflow.published_version_id

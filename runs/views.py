@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -120,9 +121,19 @@ def home(request: HttpRequest) -> HttpResponse:
             "changes": selectors.recent_changes(),
             "checklist": selectors.first_run_checklist(),
             "server_url": request.build_absolute_uri("/").rstrip("/"),
+            "demo_env": _demo_mongo_env(settings.MONGODB_URI),
             "stale_after_s": selectors.run_stale_after_s(),
         },
     )
+
+
+def _demo_mongo_env(uri: str) -> str:
+    """What the demo runtime needs in front of its command to look up ``concept_overview`` in
+    the server's MongoDB, as ``scripts/run`` prints it; empty when none is configured or the
+    URI carries a password (never shown)."""
+    if not uri or "@" in uri:
+        return ""
+    return f"MONGODB_URI={shlex.quote(uri)} "
 
 
 # -- runs -----------------------------------------------------------------------------------
@@ -147,6 +158,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
     if as_json:
         return json_response({"runs": runs, "next": page.next_cursor, "prev": page.prev_cursor})
     query = {key: value for key, value in search.items() if value}
+    # back at the newest runs through "Newer": the newest page (live), not an older one
+    paged = bool(before) or bool(after and page.prev_cursor)
     return render(
         request,
         "runs/run_list.html",
@@ -154,7 +167,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "filters": search,
             "runs": runs,
             "error": error,
-            "paged": bool(before or after),
+            "paged": paged,
             "older_query": urlencode({**query, "before": page.next_cursor})
             if page.next_cursor
             else "",
@@ -164,7 +177,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "newest_query": urlencode(query),
             "list_meta": {
                 "filters": search,
-                "paged": bool(before or after),
+                "paged": paged,
                 "stale_after_s": selectors.run_stale_after_s(),
             },
             "workflows": selectors.run_workflow_names(),

@@ -44,6 +44,7 @@ __all__ = [
     "ENVIRONMENTS",
     "ENV_NUMBER_MAX_CHARS",
     "ENV_VALUE_MAX_CHARS",
+    "EXCHANGES_MAX",
     "JSON_MAX_DEPTH",
     "MAX_CONDITION_LENGTH",
     "MAX_OUTPUTS",
@@ -159,6 +160,7 @@ MAX_OUTPUTS = 200  # output mappings of one workflow (each writes one distinct p
 STATE_PATH_MAX_CHARS = 200  # an output mapping's target path, namespace included
 STATE_PATH_MAX_KEYS = 16  # keys after the namespace
 OUTPUT_VALUE_MAX_BYTES = 2_000  # a mapped value (as JSON) kept in the state; larger: not written
+EXCHANGES_MAX = 200  # speaker pairs counted in execution.exchanges (the first ones; then no more)
 ENV_VALUE_MAX_CHARS = 1_000  # seed 000: env vars are "small booleans or short scalars"
 ENV_NUMBER_MAX_CHARS = 100  # an integer/number literal longer than this is not a flag value
 

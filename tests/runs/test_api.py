@@ -43,7 +43,11 @@ def test_start_with_a_supplied_context_keeps_it_and_seeds_derived_defaults(api: 
     assert context["custom"] == 1
     assert context["interview_complete"] is False
     assert context["product_tier"] == "beta"  # a declarative constant, filled in when left out
-    assert answer["state"]["provenance"]["concept_overview"]["source"] == "runtime"
+    # named where the runtime read it, as the preview page names it, not "runtime"
+    assert answer["state"]["provenance"]["concept_overview"]["source"] == (
+        "db.autogen_ai_agents.Concepts.ConceptOverview"
+    )
+    assert answer["state"]["provenance"]["custom"]["source"] == "runtime"
 
 
 def test_start_refuses_a_supplied_context_that_breaks_the_rules(api: Api):

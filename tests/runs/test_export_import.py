@@ -336,3 +336,45 @@ def test_an_imported_run_whose_workflow_is_not_here_still_opens(tmp_path, db, cl
     client.force_login(user)
     page = client.get("/runs/laptop/")
     assert page.status_code == 200 and 'id="workflow-definitions"' not in page.content.decode()
+
+
+def test_import_run_into_its_own_server_keeps_version_last_event_and_names_the_option(
+    tmp_path, db
+):
+    """issue 22 item 5: the copy is pinned to the original's version (not "unversioned"), shows
+    the original's last event time (not the import's), and a clash names ``--run-id``."""
+    import datetime as dt
+
+    _setup(events=_full_run())
+    original = Run.objects.get(pk="orig")
+    assert original.workflow_version == 1
+    long_ago = original.started_at + dt.timedelta(seconds=5)
+    RunEvent.objects.filter(run=original, seq=original.last_seq).update(received_at=long_ago)
+    header = selectors.run_export_header(run=original)
+    payloads = RunEvent.objects.filter(run=original).order_by("seq").values_list(
+        "payload", flat=True)
+    export = tmp_path / "run.jsonl"
+    export.write_text("\n".join(json.dumps(x) for x in [header, *payloads]) + "\n")
+
+    with pytest.raises(CommandError, match=r"already exists here: .*with --run-id NEW_ID"):
+        call_command("import_run", str(export))
+    call_command("import_run", str(export), "--run-id", "copy")
+    copy = selectors.runs_annotated(Run.objects.filter(pk="copy")).get()
+    assert copy.workflow_version == 1
+    assert copy.last_event_at == long_ago
+    assert selectors.run_summary(run=copy)["last_event_at"] == long_ago.isoformat()
+
+
+def test_import_run_pins_no_version_whose_definitions_differ(tmp_path, db):
+    """A version number from another server is kept only where the definitions match here."""
+    _setup(events=_full_run())
+    header = selectors.run_export_header(run=Run.objects.get(pk="orig"))
+    header["run"]["workflow"] = "Other"  # same definitions as Generator here: its version 1
+    header["run"]["workflow_version"] = 7
+    changed = json.loads(json.dumps(header))
+    changed["run"]["definitions"]["context_variables"]["declarative_variables"][0]["value"] = "z"
+    for name, data, expected in (("same", header, 1), ("changed", changed, None)):
+        export = tmp_path / f"{name}.jsonl"
+        export.write_text(json.dumps(data) + "\n")
+        call_command("import_run", str(export), "--run-id", name)
+        assert Run.objects.get(pk=name).workflow_version == expected
