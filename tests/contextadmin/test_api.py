@@ -186,7 +186,7 @@ def test_the_export_carries_its_version_and_the_digest_of_its_definitions(
     and the same definitions parsed back give the same digest (what a runtime sends)."""
     body = staff_client.get(url("Generator"), {"environment": environment}).content
     document = json.loads(body)
-    assert list(document)[0] == "version"
+    assert next(iter(document)) == "version"
     rows = selectors.workflow_export(workflow=generator, environment=environment)
     assert document["version"] == {"number": 1, "digest": fmt.export_digest(rows)}
     config = fmt.parse_config(body).config
