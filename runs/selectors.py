@@ -79,6 +79,11 @@ class StateAt:
         return {
             "seq": self.seq,
             "workflow_version": run.workflow_version,  # the version the run pinned
+            "definitions": {  # what it pinned: a version of this server, or the runtime's own
+                "source": run.definitions_source,
+                "digest": f"sha256:{run.definitions_hash}",
+            },
+            "runtime": run.runtime,  # what reported the run: {"framework", "version", "sdk"}
             "state": {k: self.state[k] for k in NAMESPACES},
             "provenance": run.provenance,
             "flips": self.state.get("flips", []),
