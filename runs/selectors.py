@@ -579,6 +579,7 @@ def run_export_header(*, run: Run) -> dict[str, Any]:
             "ended_at": run.ended_at.isoformat() if run.ended_at else None,
             "last_seq": run.last_seq,
             "definitions": run.definitions,
+            "runtime": run.runtime,
             "provenance": run.provenance,
             "warnings": run.warnings,
             "initial_state": initial,
