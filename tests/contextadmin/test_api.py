@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 
 from contextadmin import selectors
 from contextadmin.models import Variable, Workflow, WorkflowVersion
+from contextadmin.services import workflow_import
 from runs.engine import format as fmt
 from tests.contextadmin.conftest import EXAMPLE_PATH
 
@@ -215,3 +216,15 @@ def test_a_malformed_version_key_is_refused_naming_it(version: Any, field: str) 
         fmt.parse_config({**document, "version": version})
     assert any(fmt.format_loc(issue.loc).startswith(field) for issue in caught.value.issues)
 
+
+
+@pytest.mark.django_db
+def test_an_export_imports_back_unchanged_its_version_key_ignored(
+    staff_client: Client, generator: Workflow
+) -> None:
+    body = staff_client.get(url("Generator")).content
+    result = workflow_import(name="Generator", data=body, replace=True)
+    assert not result.diff  # the version key is no definition: nothing changed
+    assert fmt.export_with_version(
+        selectors.workflow_export(workflow=generator), number=1
+    ) == staff_client.get(url("Generator") + "?version=1").content
