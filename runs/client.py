@@ -59,6 +59,7 @@ from types import TracebackType
 from typing import Any
 
 from runs.client_definitions import declared_mapping, definitions_fetch
+from runs.client_refusals import start_refused_message
 from runs.engine.format import ContextVariablesFile
 
 logger = logging.getLogger(__name__)
@@ -810,19 +811,13 @@ class _BackgroundSender:
 
     def _start_refuse(self, exc: ReportError) -> None:
         """Keep the events (spool, or memory up to capacity) and say once why and what to do."""
-        if self.spool_path is not None:
-            kept = (
-                f"kept in {self.spool_path}: once fixed, call reporter.retry_start(), or resume "
-                f"the run in a new process with the same spool_dir and run_id={self.run_id!r}"
-            )
-        else:
-            kept = (
-                f"kept in memory (up to {self.reporter.capacity}): once fixed, call "
-                "reporter.retry_start() before the process ends (a spool_dir keeps them longer)"
-            )
-        message = (
-            f"the server refused to start run {self.run_id}: {exc}; {_start_fix(exc)}. "
-            f"No run exists there yet; the chat goes on and its events are {kept}"
+        message = start_refused_message(
+            run_id=self.run_id,
+            cause=str(exc),
+            status=exc.status,
+            workflow=(self.start_body or {}).get("workflow"),
+            spool_path=self.spool_path,
+            capacity=self.reporter.capacity,
         )
         with self.condition:
             self.start_refused = str(exc)
@@ -858,20 +853,6 @@ class _BackgroundSender:
             why,
             self.spool_path,
         )
-
-
-def _start_fix(exc: ReportError) -> str:
-    """What the operator does about a refused run start."""
-    if exc.status == 401:
-        return "fix: give the runtime a valid API token (manage.py create_api_token NAME)"
-    if exc.status == 403:
-        return "fix: use a token that may start runs of this workflow"
-    if exc.status == 404:
-        return (
-            "fix: create or import the workflow on the server (the admin, or manage.py "
-            "import_context), or correct workflow_name"
-        )
-    return "fix what the server names, then retry"
 
 
 def _encode(record: Any) -> bytes:

@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from runs.client_refusals import refusal_fix
 from runs.engine.format import (
     ConfigError,
     ContextVariablesFile,
@@ -166,15 +167,10 @@ def _refusal(exc: urllib.error.HTTPError, *, workflow: str) -> str:
     except (ValueError, AttributeError, OSError):
         message = None
     cause = f"{exc.code} {message or exc.reason}"
-    if exc.code == 401:
-        fix = "check the token (create one with manage.py create_api_token NAME)"
-    elif exc.code == 403:
-        fix = f"use a token allowed to read {workflow}"
-    elif exc.code == 404:
-        fix = f"create or import the workflow {workflow} on the server, or check its name"
-    else:
-        fix = "see the server's message"
-    return f"the server refused the definitions of {workflow}: {cause}; {fix}"
+    return (
+        f"the server refused the definitions of {workflow}: {cause}; "
+        f"{refusal_fix(exc.code, workflow=workflow)}"
+    )
 
 
 def _cache_path(
