@@ -428,7 +428,8 @@ def workflow_export_version(
     ``version`` is a number, ``"draft"`` (the newest version, published or not) or None (the
     published one). One query whatever the size of the workflow: the export is stored with the
     version. A workflow that has never had a version (rows written outside the admin, say) is
-    served from its rows, with ``number`` None.
+    served from its rows, with ``number`` None. The body starts with the ``version`` key (the
+    number and the digest of the definitions) that a runtime sends back at run start.
     """
     if environment not in ENVIRONMENTS:
         raise UnknownEnvironment(
@@ -447,12 +448,16 @@ def workflow_export_version(
                     f"version: {workflow.name} has no published version yet "
                     "(a draft awaits review; ask for ?version=draft to see it)"
                 )
-            body = workflow_export(workflow=workflow, environment=environment)
+            body = fmt.export_with_version(
+                workflow_export(workflow=workflow, environment=environment), number=None
+            )
             return ExportedVersion(body, None, _etag(body), "unversioned")
     elif version == "draft":
         found = rows.order_by("-number").first()
         if found is None:
-            body = workflow_export(workflow=workflow, environment=environment)
+            body = fmt.export_with_version(
+                workflow_export(workflow=workflow, environment=environment), number=None
+            )
             return ExportedVersion(body, None, _etag(body), "unversioned")
     elif isinstance(version, int) and not isinstance(version, bool):
         found = rows.filter(number=version).first()
@@ -460,7 +465,9 @@ def workflow_export_version(
             raise VersionNotFound(f"version: {workflow.name} has no version {version}")
     else:
         raise VersionNotFound(f"version: expected a number or 'draft', got {version!r}")
-    body = found.export_for(environment).encode("utf-8")
+    body = fmt.export_with_version(
+        found.export_for(environment).encode("utf-8"), number=found.number
+    )
     return ExportedVersion(
         body, found.number, _etag(body), version_status(workflow=workflow, version=found)
     )

@@ -79,6 +79,11 @@ class StateAt:
         return {
             "seq": self.seq,
             "workflow_version": run.workflow_version,  # the version the run pinned
+            "definitions": {  # what it pinned: a version of this server, or the runtime's own
+                "source": run.definitions_source,
+                "digest": f"sha256:{run.definitions_hash}",
+            },
+            "runtime": run.runtime,  # what reported the run: {"framework", "version", "sdk"}
             # agent and world: {} in a state stored before seed 004's namespaces
             "state": {k: self.state.get(k, {}) for k in NAMESPACES},
             "provenance": run.provenance,
@@ -581,6 +586,7 @@ def run_export_header(*, run: Run) -> dict[str, Any]:
             "last_seq": run.last_seq,
             "workflow_version": run.workflow_version,
             "definitions": run.definitions,
+            "runtime": run.runtime,
             "provenance": run.provenance,
             "warnings": run.warnings,
             "initial_state": initial,

@@ -14,11 +14,10 @@ from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from contextadmin.selectors import workflow_config, workflow_get
-from runs import selectors
+from runs import run_definitions, selectors
 from runs.engine import (
     EVENT_TYPES,
     RUN_ENDED_STATUSES,
@@ -213,7 +212,14 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     return render(
         request,
         "runs/run_detail.html",
-        {"run": run, "page": page, "ws_path": f"/ws/runs/{run.pk}/", "version": _run_version(run)},
+        {
+            "run": run,
+            "page": page,
+            "ws_path": f"/ws/runs/{run.pk}/",
+            "version": _run_version(run),
+            "definitions_diff": run_definitions.run_definitions_diff(run=run),
+            "runtime": run_definitions.runtime_label(run.runtime),
+        },
     )
 
 
@@ -225,20 +231,7 @@ def run_version(request: HttpRequest, run_id: str) -> dict[str, Any]:
 
 
 def _run_version(run: Run) -> dict[str, Any]:
-    """The version the run pinned, a link to it in the workflow's History, and whether a newer
-    version is published now (the run keeps the one it started with)."""
-    number = run.workflow_version
-    published = selectors.run_published_version(run=run)
-    url = ""
-    if number is not None and run.workflow_id is not None:
-        history = reverse("admin:contextadmin_workflow_history", args=[run.workflow_id])
-        url = f"{history}?{urlencode({'to': number})}"
-    return {
-        "number": number,
-        "url": url,
-        "published": published,
-        "outdated": number is not None and published is not None and published > number,
-    }
+    return run_definitions.run_version_describe(run=run)
 
 
 def _variables_meta(definitions: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

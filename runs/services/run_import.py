@@ -26,6 +26,7 @@ from runs.errors import ApiError, BadRequest, Conflict
 from runs.models import Run, RunEvent, RunSnapshot
 from runs.services import ingest
 from runs.services.lifecycle import RUN_ID_PATTERN
+from runs.services.run_pinning import runtime_check
 
 
 @dataclass
@@ -68,6 +69,10 @@ def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
         ).to_dict()
     except (KeyError, TypeError, ValueError) as exc:
         raise BadRequest(f"line 1: run.initial_state: not a run state ({exc})") from None
+    try:
+        runtime = runtime_check(header.get("runtime"))
+    except BadRequest as exc:
+        raise BadRequest(f"line 1: run.{exc.message}") from None
     definitions_bytes = config_export_bytes(config)
     with transaction.atomic():
         if Run.objects.filter(pk=run_id).exists():
@@ -93,6 +98,7 @@ def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
             environment=header["environment"],
             provenance=header.get("provenance") or {},
             warnings=header.get("warnings") or [],
+            runtime=runtime,
             state=state,
         )
         RunSnapshot.objects.create(run=run, seq=0, state=state)

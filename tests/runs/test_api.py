@@ -385,18 +385,18 @@ def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypat
     """Two starts race past the existence check: the loser answers like a retry, not a 500."""
     from runs.services import lifecycle
 
-    real_config = lifecycle.workflow_published_config
+    real_pin = lifecycle.definitions_pin
     raced = []
 
-    def config_after_a_competing_start(*, workflow):
+    def pin_after_a_competing_start(*, workflow, definitions):
         if not raced:
             raced.append(None)  # the competing start below must not race again
             raced[0] = lifecycle.run_start(
                 workflow_name="Generator", enterprise_id="acme", run_id="race"
             )
-        return real_config(workflow=workflow)
+        return real_pin(workflow=workflow, definitions=definitions)
 
-    monkeypatch.setattr(lifecycle, "workflow_published_config", config_after_a_competing_start)
+    monkeypatch.setattr(lifecycle, "definitions_pin", pin_after_a_competing_start)
     response = api.post(
         "/api/runs/", {"workflow": "Generator", "enterprise_id": "acme", "run_id": "race"}
     )

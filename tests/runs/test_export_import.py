@@ -25,12 +25,17 @@ from tests.support.demo import demo_config, demo_events
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
+RUNTIME = {"framework": "autogen", "version": "0.14.1", "sdk": "0.1.0"}
+
+
 def _setup(*, events: list[dict] | None = None, run_id: str = "orig") -> str:
     from contextadmin.services import workflow_import
 
     workflow_import(name="Generator", data=demo_config())
     workflow_import(name="Other", data=demo_config())
-    lifecycle.run_start(workflow_name="Generator", enterprise_id="acme", run_id=run_id)
+    lifecycle.run_start(
+        workflow_name="Generator", enterprise_id="acme", run_id=run_id, runtime=RUNTIME
+    )
     events = demo_events() if events is None else events
     if events:
         ingest.event_ingest(run_id=run_id, events=events)
@@ -170,6 +175,7 @@ async def test_import_run_rebuilds_the_same_run(tmp_path):
     assert (copy.status, copy.last_seq, copy.flip_count) == (
         original.status, original.last_seq, original.flip_count)
     assert copy.definitions == original.definitions and copy.provenance == original.provenance
+    assert copy.runtime == original.runtime == RUNTIME  # which runtime reported it, kept
     assert copy.started_at == original.started_at and copy.ended_at == original.ended_at
 
     def replayed() -> tuple[list, list, list]:
@@ -224,6 +230,10 @@ def test_import_run_refuses_bad_files_naming_the_line(tmp_path, db):
         (json.dumps(header) + "\n{nope\n", "line 2: not valid JSON"),
         (json.dumps(header) + '\n{"type": "agent_text", "seq": 5}\n', "lines from 2:"),
         (json.dumps(header) + "\n", "run_id: a run 'orig' already exists"),
+        (
+            json.dumps({"run": {**header["run"], "runtime": {"framework": "a b"}}}) + "\n",
+            "line 1: run.runtime.framework:",
+        ),
     ]
     for text, message in cases:
         bad.write_text(text)

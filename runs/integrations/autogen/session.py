@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from runs.client import RunReporter
+from runs.client_definitions import runtime_info
 from runs.engine import (
     RUN_ENDED_STATUSES,
     TEXT_MAX_CHARS,
@@ -157,6 +158,8 @@ def attach(
                 enterprise_id=enterprise_id,
                 environment=environment,
                 context=copy.deepcopy(dict(built.values)),
+                definitions=parsed,  # the run is pinned to what this chat runs with
+                runtime=runtime_info(framework="autogen", version=autogen.__version__),
             )
         unsent: list[dict[str, Any]] = []
     else:

@@ -11,11 +11,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, demo_workflow_import
 from runs.client import RunReporter
+from runs.client_definitions import DefinitionsError
 from runs.engine import mongo_client
 from runs.models import ApiToken
 from runs.services.tokens import api_token_authenticate, api_token_create
 
 DEMO_RUNTIME_NAME = "demo_ag2"
+START_WAIT_S = 10.0  # how long to wait for the run start's answer before the chat goes on
 
 
 class Command(BaseCommand):
@@ -46,7 +48,6 @@ class Command(BaseCommand):
 
             from runs.integrations.autogen import attach
             from runs.integrations.autogen.demo import (
-                DEMO_CONFIG,
                 DEMO_WORKFLOW,
                 OPENING,
                 demo_pattern,
@@ -61,17 +62,28 @@ class Command(BaseCommand):
         url = options["url"].rstrip("/")
         pattern = demo_pattern(delay=options["delay"])
         mongo = self._mongo()
+        reporter = RunReporter(url, token)
         try:
+            try:  # the published definitions, from the server: any directory, after any edit
+                config = reporter.definitions(DEMO_WORKFLOW)
+            except DefinitionsError as exc:
+                raise CommandError(str(exc)) from None
             session = attach(
                 pattern,
-                DEMO_CONFIG,
+                config,
                 workflow_name=DEMO_WORKFLOW,
                 enterprise_id=options["enterprise_id"],
                 mongo=mongo,
-                reporter=RunReporter(url, token),
+                reporter=reporter,
                 spool_dir=options["spool_dir"],
             )
-            self.stdout.write(f"run {session.run_id}: {url}/runs/{session.run_id}/")
+            if reporter.wait_started(START_WAIT_S):  # a link only to a run that exists
+                self.stdout.write(f"run {session.run_id}: {url}/runs/{session.run_id}/")
+            else:
+                self.stderr.write(
+                    f"demo_ag2: no run started yet ({reporter.error or 'no answer from ' + url}); "
+                    "the chat goes on and its events are kept"
+                )
             with session:
                 initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
         finally:
@@ -83,8 +95,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  #{event['seq']} {event['type']} {who}{extra}")
         for flip in session.flips:
             self.stdout.write(f"flipped {flip.name} -> {flip.value}")
-        reporter = session.reporter
-        assert reporter is not None
         if reporter.error or reporter.last_acked_seq < session.state.last_seq:
             raise CommandError(
                 f"the server acknowledged {reporter.last_acked_seq} of {session.state.last_seq} "
