@@ -259,7 +259,7 @@ class Bench:
             self.emit(
                 Figure(
                     "B9",
-                    "runs.integrations.autogen on the chat thread (AG2 Classic group chat)",
+                    "contextadmin_sdk.integrations.autogen on the chat thread (AG2 Classic group chat)",
                     f"skipped: {missing}",
                     "≤ 50 µs p50 and ≤ 1 ms p99 per event",
                     None,
@@ -291,7 +291,7 @@ class Bench:
         self.emit(
             Figure(
                 "B9",
-                f"runs.integrations.autogen on the chat thread: a scripted {turns:,}-turn AG2 "
+                f"contextadmin_sdk.integrations.autogen on the chat thread: a scripted {turns:,}-turn AG2 "
                 f"Classic group "
                 f"chat ({events:,} run events each), {reps} reps interleaved, JSONL spool on; "
                 f"server up (Daphne), down (closed port), slow ({ag2.SLOW_S * 1e3:.0f} ms "

@@ -1,4 +1,4 @@
-"""B9: what runs.integrations.autogen costs a real AG2 chat, on the chat's own thread.
+"""B9: what contextadmin_sdk.integrations.autogen costs a real AG2 chat, on the chat's own thread.
 
 The same scripted 1,000-turn group chat (two LLM-free agents taking turns, real AG2 0.14
 speaker selection, hand-off rules and derived triggers) runs side by side, interleaved per
@@ -61,8 +61,7 @@ def chat_pattern(turns: int) -> Any:
     """Two scripted agents taking turns for ``turns`` turns (no LLM, no network)."""
     from autogen.agentchat.group import AgentTarget, TerminateTarget
     from autogen.agentchat.group.patterns import DefaultPattern
-
-    from runs.integrations.autogen.scripted import scripted_agent
+    from contextadmin_sdk.integrations.autogen.scripted import scripted_agent
 
     asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
     answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])
@@ -124,9 +123,8 @@ def _run_once(
 ) -> None:
     from autogen.agentchat import initiate_group_chat
     from autogen.io import IOStream
-
-    from runs.client import RunReporter
-    from runs.integrations.autogen import attach
+    from contextadmin_sdk.client import RunReporter
+    from contextadmin_sdk.integrations.autogen import attach
 
     pattern = chat_pattern(turns)
     with IOStream.set_default(_Silent()):
@@ -185,7 +183,7 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
     daphne = Daphne(site.env(), workdir / "b9-daphne.log").start()
     slow_port = free_port()
     slow = subprocess.Popen(  # its own process: it must not share this one's GIL
-        [sys.executable, "-m", "tests.integrations.fake_server", str(slow_port), str(SLOW_S)],
+        [sys.executable, "-m", "tests.sdk.integrations.fake_server", str(slow_port), str(SLOW_S)],
         cwd=PROJECT,
     )
     wait_for_port(slow_port, process=slow)
@@ -197,7 +195,7 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
         "slow": slow_url,
     }
     scenarios = {name: Scenario(name) for name in SCENARIOS}
-    client_log = logging.getLogger("runs.client")
+    client_log = logging.getLogger("contextadmin_sdk.client")
     level = client_log.level
     client_log.setLevel(logging.CRITICAL)  # the down and slow cases log their outage by design
     try:

@@ -50,7 +50,7 @@ class Lookups:
 
 def _per_variable_loop(config: Any, client: MongoClient[Any], enterprise_id: str) -> int:
     """The baseline: one ``find_one`` per variable (what a naive loader does)."""
-    from runs.engine.mongo import fetch_database_variables
+    from contextadmin_sdk.engine.mongo import fetch_database_variables
 
     resolved = 0
     default = config.context_variables.database_name
@@ -63,9 +63,10 @@ def _per_variable_loop(config: Any, client: MongoClient[Any], enterprise_id: str
 
 
 def b6_build_context(*, variables: int, collections: int, reps: int) -> Lookups:
-    from runs.engine import build_context
-    from runs.engine.format import parse_config
-    from runs.engine.mongo import mongo_client
+    from contextadmin_sdk.engine import build_context
+    from contextadmin_sdk.engine.format import parse_config
+    from contextadmin_sdk.engine.mongo import mongo_client
+
     from tests.support.mongo import MongoServer
 
     enterprise_id = "bench-enterprise"
@@ -154,7 +155,7 @@ class NaiveScan:
     """The baseline: test every trigger of every derived variable against each event."""
 
     def __init__(self, config: Any) -> None:
-        from runs.engine.derived import TRIGGER_LOADERS
+        from contextadmin_sdk.engine.derived import TRIGGER_LOADERS
 
         self.triggers = [
             (variable.name, index, TRIGGER_LOADERS[spec.type].from_spec(spec))
@@ -164,7 +165,7 @@ class NaiveScan:
         self.turn_counts: dict[str, int] = {}
 
     def observe(self, event: Mapping[str, Any], values: dict[str, Any]) -> list[str]:
-        from runs.engine.derived import _event_key
+        from contextadmin_sdk.engine.derived import _event_key
 
         type_, key = event.get("type"), _event_key(event)
         if type_ == "agent_text" and key is not None:
@@ -190,7 +191,7 @@ class Triggers:
 
 
 def _fresh_manager(config: Any) -> Iterator[Any]:
-    from runs.engine import DerivedContextManager
+    from contextadmin_sdk.engine import DerivedContextManager
 
     while True:
         yield DerivedContextManager(config)
@@ -199,10 +200,10 @@ def _fresh_manager(config: Any) -> Iterator[Any]:
 def b7_triggers(*, triggers: int, events: int, naive_events: int, reps: int) -> Triggers:
     import logging
 
-    from runs.engine import DerivedContextManager
-    from runs.engine.format import parse_config
+    from contextadmin_sdk.engine import DerivedContextManager
+    from contextadmin_sdk.engine.format import parse_config
 
-    logging.getLogger("runs.engine").setLevel(logging.WARNING)  # as in production: no INFO
+    logging.getLogger("contextadmin_sdk.engine").setLevel(logging.WARNING)  # as in production: no INFO
     config = parse_config(configs.derived_document(triggers)).config
     count = sum(len(v.triggers) for v in config.context_variables.derived_variables)
     assert count == triggers, count

@@ -48,7 +48,7 @@ def _draft(document: dict[str, Any]) -> dict[str, Any]:
 
 def _replay_once(*, source: Any, limit: int) -> int:
     """The baseline: each recorded run's log replayed once under its pinned version."""
-    from runs.engine import RunState
+    from contextadmin_sdk.engine import RunState
 
     replayed = 0
     for recorded, pinned in source(workflow_name=WORKFLOW, limit=limit):
@@ -63,11 +63,11 @@ def _replay_once(*, source: Any, limit: int) -> int:
 
 def b12_impact(*, runs: int, events: int, reps: int) -> Impact:
     import orjson
+    from contextadmin_sdk.engine import format as fmt
 
     from contextadmin import impact
     from contextadmin.selectors import workflow_export_version
     from contextadmin.services import workflow_import
-    from runs.engine import format as fmt
     from runs.services import ingest, lifecycle
 
     document = orjson.loads(DEMO.read_bytes())

@@ -69,9 +69,10 @@ class Export:
 
 def _naive_export(workflow: Any) -> bytes:
     """The baseline: the same export reading each variable's triggers with its own query."""
+    from contextadmin_sdk.engine import format as fmt
+
     from contextadmin import specs
     from contextadmin.models import Handoff, Variable
-    from runs.engine import format as fmt
 
     variables = Variable.objects.filter(workflow=workflow).order_by("position", "id")
     document = specs.document_data(
@@ -136,10 +137,11 @@ class StateAt:
 def b8_state_at(
     *, events: int, batch: int, samples: int, full_replay_reps: int, seed: int = 6
 ) -> StateAt:
+    from contextadmin_sdk.engine import RunState
+
     from contextadmin.models import Workflow
     from contextadmin.services import workflow_import
     from runs import selectors
-    from runs.engine import RunState
     from runs.models import Run, RunEvent
     from runs.services import caches, ingest, lifecycle
 

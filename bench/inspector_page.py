@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from contextadmin_sdk.client import RunReporter
 from playwright.sync_api import sync_playwright
 
 from bench.servers import daphnes, prepare_site
-from runs.client import RunReporter
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
 FRAME_RECORDER = """() => {

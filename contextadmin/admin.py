@@ -11,6 +11,8 @@ import secrets
 from typing import Any
 
 import nested_admin
+from contextadmin_sdk.engine import format as fmt
+from contextadmin_sdk.engine.format import ConfigError
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -56,8 +58,6 @@ from contextadmin.models import (
     WorkflowVersion,
 )
 from contextadmin.output_forms import OutputMappingForm, OutputMappingFormSet
-from runs.engine import format as fmt
-from runs.engine.format import ConfigError
 
 PENDING_IMPORT_KEY = "contextadmin.pending_import"
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import nested_admin
+from contextadmin_sdk.engine import format as fmt
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -32,7 +33,6 @@ from contextadmin.models import (
     Workflow,
     workflow_name_validator,
 )
-from runs.engine import format as fmt
 
 VARIABLE_KEYS = tuple(fmt.CATEGORY_KEYS[c] for c in fmt.CATEGORIES)
 

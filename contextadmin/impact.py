@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs.engine import EventError, RunState, evaluate_condition
-from runs.engine import format as fmt
+from contextadmin_sdk.engine import EventError, RunState, evaluate_condition
+from contextadmin_sdk.engine import format as fmt
 
 DEFAULT_RUNS = 100
 DEFAULT_MAX_EVENTS = 200_000  # per replay: bounds memory and time whatever a run holds

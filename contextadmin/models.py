@@ -1,7 +1,7 @@
 """Workflows and their definitions: variables (four categories), derived triggers, hand-offs,
 and seed 004's output mappings.
 
-The rows mirror ``context_variables.json`` (runs/engine/format.py); ``specs.py`` translates
+The rows mirror ``context_variables.json`` (sdk/contextadmin_sdk/engine/format.py); ``specs.py`` translates
 between the two. Which values are valid is decided by the schema alone, so the model fields
 only carry sizes and vocabularies.
 """
@@ -9,13 +9,12 @@ only carry sizes and vocabularies.
 from __future__ import annotations
 
 import reversion
+from contextadmin_sdk.engine import format as fmt
+from contextadmin_sdk.engine.format import MAX_CONDITION_LENGTH
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
-
-from runs.engine import format as fmt
-from runs.engine.format import MAX_CONDITION_LENGTH
 
 WORKFLOW_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,99}$"
 workflow_name_validator = RegexValidator(

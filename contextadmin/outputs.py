@@ -1,6 +1,6 @@
 """Seed 004's output mappings as definition rows: to and from the document, and their diff.
 
-The rules are the format's (``runs.engine.format``: ``outputs``); this module only moves rows
+The rules are the format's (``contextadmin_sdk.engine.format``: ``outputs``); this module only moves rows
 and plain data, as ``specs`` does for variables and hand-offs.
 """
 
@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from contextadmin_sdk.engine import format as fmt
+
 from contextadmin.models import OutputMapping, Workflow
-from runs.engine import format as fmt
 
 # What an invalid mapping is replaced by while the rest of a document is checked
 # (``specs.config_parse_all``): a target of its own, so it never collides with another.

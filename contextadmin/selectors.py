@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contextadmin_sdk.engine import format as fmt
 from django.conf import settings
 from pydantic import ValidationError
 
@@ -22,7 +23,6 @@ from contextadmin.models import (
     WorkflowVersion,
 )
 from contextadmin.outputs import outputs_diff
-from runs.engine import format as fmt
 
 ENVIRONMENTS = fmt.ENVIRONMENTS
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import reversion
+from contextadmin_sdk.engine import format as fmt
+from contextadmin_sdk.engine import mongo_client
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -40,8 +42,6 @@ from contextadmin.selectors import (
     workflow_has_definitions,
     workflow_head,
 )
-from runs.engine import format as fmt
-from runs.engine import mongo_client
 
 
 class ImportRefused(Exception):

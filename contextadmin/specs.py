@@ -13,9 +13,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from contextadmin_sdk.engine import format as fmt
+
 from contextadmin.models import Category, Handoff, OutputMapping, Trigger, Variable, Workflow
 from contextadmin.outputs import output_label, output_spec, output_stand_in
-from runs.engine import format as fmt
 
 
 def trigger_spec(trigger: Trigger) -> dict[str, Any]:

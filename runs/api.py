@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from asgiref.sync import sync_to_async
+from contextadmin_sdk.engine.format import ConfigError
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -24,7 +25,6 @@ from contextadmin import selectors as definitions
 from runs import selectors
 from runs.auth import Caller, authenticate
 from runs.batching import event_ingest_grouped
-from runs.engine.format import ConfigError
 from runs.errors import (
     ApiError,
     BadRequest,

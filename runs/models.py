@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from contextadmin_sdk.engine import ENVIRONMENTS, RUN_STATUSES
 from django.db import models
-
-from runs.engine import ENVIRONMENTS, RUN_STATUSES
 
 
 def new_run_id() -> str:

@@ -1,7 +1,7 @@
 """Websocket routes: ingest (token auth, no Origin needed) and inspectors (staff, same origin).
 Every HTTP request goes to Django (contextadmin/asgi.py).
 
-A run id in a path must follow the run-id rule (``runs.engine.format.RUN_ID_REGEX``, the
+A run id in a path must follow the run-id rule (``contextadmin_sdk.engine.format.RUN_ID_REGEX``, the
 ``run_id`` converter), so no consumer ever sees one that could not be stored or made into a
 group name; any other path (an unknown one, a malformed run id) is refused at the handshake
 by ``RefusedSocket`` and logged at INFO.
@@ -17,18 +17,18 @@ from channels.auth import get_user
 from channels.middleware import BaseMiddleware
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
+from contextadmin_sdk.engine.format import RUN_ID_REGEX
 from django.conf import settings
 from django.http.cookie import parse_cookie
 from django.urls import path, re_path, register_converter
 
 from runs.consumers import IngestConsumer, RefusedSocket, RunConsumer, RunListConsumer
-from runs.engine.format import RUN_ID_REGEX
 
 logger = logging.getLogger(__name__)
 
 
 class RunIdConverter:
-    """A path segment that is a valid run id: the one rule (``runs.engine.format``)."""
+    """A path segment that is a valid run id: the one rule (``contextadmin_sdk.engine.format``)."""
 
     regex = RUN_ID_REGEX
 

@@ -12,6 +12,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import orjson
+from contextadmin_sdk.engine import RUN_ENDED_STATUSES, RunState, event_sender, handoffs_readiness
+from contextadmin_sdk.engine.format import RUN_ID_MAX_CHARS, ContextVariablesFile, run_id_valid
+from contextadmin_sdk.engine.state import NAMESPACES
 from django.conf import settings
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, Window
 from django.db.models.functions import RowNumber
@@ -23,9 +26,6 @@ from contextadmin import selectors as definitions
 from contextadmin.impact import RecordedRun
 from contextadmin.models import Workflow, WorkflowVersion
 from contextadmin.recent_runs import RunLink, VersionRuns, WorkflowRuns
-from runs.engine import RUN_ENDED_STATUSES, RunState, event_sender, handoffs_readiness
-from runs.engine.format import RUN_ID_MAX_CHARS, ContextVariablesFile, run_id_valid
-from runs.engine.state import NAMESPACES
 from runs.errors import BadRequest, NotFound
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 from runs.services.caches import run_config

@@ -10,15 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
-from django.contrib.admin.views.decorators import staff_member_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_safe
-
-from contextadmin.selectors import workflow_config, workflow_get
-from runs import run_definitions, selectors
-from runs.engine import (
+from contextadmin_sdk.engine import (
     EVENT_TYPES,
     RUN_ENDED_STATUSES,
     RUN_STATUSES,
@@ -28,16 +20,24 @@ from runs.engine import (
     resolve,
     resolve_system_message,
 )
-from runs.engine.format import (
+from contextadmin_sdk.engine.format import (
     CATEGORIES,
     ENVIRONMENTS,
     OUTPUT_NAMESPACES,
     ConfigError,
     ContextVariablesFile,
 )
-from runs.engine.loader import BASE_FLAGS, NO_MONGO_REASON
-from runs.engine.mongo import database_source
-from runs.engine.state import NAMESPACES
+from contextadmin_sdk.engine.loader import BASE_FLAGS, NO_MONGO_REASON
+from contextadmin_sdk.engine.mongo import database_source
+from contextadmin_sdk.engine.state import NAMESPACES
+from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from contextadmin.selectors import workflow_config, workflow_get
+from runs import run_definitions, selectors
 from runs.errors import (
     ApiError,
     BadRequest,

@@ -22,7 +22,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.contextadmin-installed
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml sdk/pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "bootstrap: installing Python packages (pyproject.toml changed or first run)"
   .venv/bin/python -m pip install -q --upgrade pip
@@ -31,6 +31,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   if .venv/bin/python -m pip show ag2 2>/dev/null | grep -q "^Version: 0\."; then
     .venv/bin/python -m pip uninstall -q -y ag2
   fi
-  .venv/bin/python -m pip install -q -e ".[test,ag2,autogen]"
+  .venv/bin/python -m pip install -q -e "./sdk[mongo,ag2,autogen]" -e ".[test,ag2,autogen]"
   echo "$want" > "$stamp"
 fi

@@ -18,7 +18,7 @@ PROJECT_PACKAGES = ("runs", "contextadmin")
 # AppConfig.ready (apps.py) for what needs the app registry; the AG2 integration is an
 # optional extra ("ag2"), imported where it is used so the rest runs without it.
 EXEMPT_DIRS = ("migrations", "apps.py")
-OPTIONAL = ("runs.integrations",)
+OPTIONAL = ("contextadmin_sdk.integrations",)
 
 
 def _function_imports(path: Path, root: Path = ROOT) -> list[str]:

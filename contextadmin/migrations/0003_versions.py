@@ -13,7 +13,7 @@ from collections import defaultdict
 def record_existing(apps, schema_editor):
     """Give every existing workflow version 1, published: what pipelines got until now."""
     from contextadmin import specs
-    from runs.engine import format as fmt
+    from contextadmin_sdk.engine import format as fmt
 
     Workflow = apps.get_model("contextadmin", "Workflow")
     Variable = apps.get_model("contextadmin", "Variable")

@@ -11,10 +11,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from contextadmin_sdk.engine import RunState, mongo_client
+from contextadmin_sdk.engine.format import ContextVariablesFile, parse_config
 from django.conf import settings
 
-from runs.engine import RunState, mongo_client
-from runs.engine.format import ContextVariablesFile, parse_config
 from runs.models import Run
 
 CONFIGS_MAX = 256

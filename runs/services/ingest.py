@@ -22,14 +22,20 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import orjson
+from contextadmin_sdk.engine import (
+    RUN_ENDED_STATUSES,
+    EventError,
+    RunEnded,
+    RunState,
+    validate_event,
+)
+from contextadmin_sdk.engine.format import ContextVariablesFile, run_id_valid
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from runs import selectors
-from runs.engine import RUN_ENDED_STATUSES, EventError, RunEnded, RunState, validate_event
-from runs.engine.format import ContextVariablesFile, run_id_valid
 from runs.errors import ApiError, BadRequest, Conflict
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 from runs.services.broadcast import run_events_broadcast

@@ -14,24 +14,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from django.conf import settings
-from django.db import IntegrityError, transaction
-
-from contextadmin.models import Workflow
-from runs.engine import (
+from contextadmin_sdk.engine import (
     RUN_ENDED_STATUSES,
     ContextError,
     RunState,
     build_context,
     context_from_supplied,
 )
-from runs.engine.format import (
+from contextadmin_sdk.engine.format import (
     ENTERPRISE_ID_MAX_CHARS,
     ENVIRONMENTS,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
     run_id_valid,
 )
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from contextadmin.models import Workflow
 from runs.errors import BadRequest, Conflict, NotFound, RateLimited
 from runs.models import ApiToken, Run, RunSnapshot
 from runs.services.broadcast import run_started_broadcast

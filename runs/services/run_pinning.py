@@ -17,10 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-
-from contextadmin.models import Workflow, WorkflowVersion
-from contextadmin.selectors import VersionNotFound, workflow_published_config
-from runs.engine.format import (
+from contextadmin_sdk.engine.format import (
     DIGEST_REGEX,
     ConfigError,
     ContextVariablesFile,
@@ -28,6 +25,9 @@ from runs.engine.format import (
     export_digest,
     parse_config,
 )
+
+from contextadmin.models import Workflow, WorkflowVersion
+from contextadmin.selectors import VersionNotFound, workflow_published_config
 from runs.errors import BadRequest, Conflict, TooLarge
 from runs.models import Run
 

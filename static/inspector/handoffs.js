@@ -1,4 +1,4 @@
-// Hand-off readiness as the server computed it (runs.engine.handoffs_readiness, sent with the
+// Hand-off readiness as the server computed it (contextadmin_sdk.engine.handoffs_readiness, sent with the
 // snapshot, every event and the state API): this module only displays it.
 
 import { el, replace, show } from "./dom.js";

@@ -239,7 +239,7 @@ function restoreOnce() {
 }
 
 /** Count a turn of `target` speaking after `source`, as the server's state does
- * (runs.engine.state: execution.exchanges; the graph connects speakers with no hand-off between). */
+ * (contextadmin_sdk.engine.state: execution.exchanges; the graph connects speakers with no hand-off between). */
 function exchange(execution, source, target) {
   if (!source || source === target) return;
   execution.exchanges = execution.exchanges || [];

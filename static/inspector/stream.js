@@ -44,7 +44,7 @@ function body(event) {
 }
 
 export class EventStream {
-  /** types: the event types the server accepts (runs.engine.EVENT_TYPES), for the type filter. */
+  /** types: the event types the server accepts (contextadmin_sdk.engine.EVENT_TYPES), for the type filter. */
   constructor({ list, empty, noMatch, capped, agentSelect, typeSelect, pauseButton, types, onFilter, onSelect }) {
     this.list = list;
     this.empty = empty;

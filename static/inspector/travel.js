@@ -4,7 +4,7 @@ import { el, replace, show } from "./dom.js";
 
 /**
  * List [path, old, new] for every top-level key of each namespace whose value differs.
- * namespaces: the state's namespaces as the server names them (runs.engine.state.NAMESPACES).
+ * namespaces: the state's namespaces as the server names them (contextadmin_sdk.engine.state.NAMESPACES).
  */
 export function diffStates(before, after, namespaces) {
   const rows = [];

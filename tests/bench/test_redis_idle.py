@@ -11,10 +11,10 @@ import json
 import time
 
 import pytest
+from contextadmin_sdk.client import RunReporter
 from websockets.sync.client import connect
 
 from bench.servers import daphnes, prepare_site, redis_server
-from runs.client import RunReporter
 
 
 @pytest.mark.redis

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine import format as fmt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -15,7 +16,6 @@ from jsonschema import Draft202012Validator
 from contextadmin import selectors
 from contextadmin.models import Variable, Workflow, WorkflowVersion
 from contextadmin.services import workflow_import
-from runs.engine import format as fmt
 from tests.contextadmin.conftest import EXAMPLE_PATH
 
 SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "context_variables.schema.json"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine import format as fmt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -22,7 +23,6 @@ from django.test import Client
 from contextadmin import selectors
 from contextadmin.demo import GENERATOR_CHAT
 from contextadmin.models import Workflow
-from runs.engine import format as fmt
 from tests.contextadmin.conftest import db_dump
 from tests.support.mongo import demo_documents
 

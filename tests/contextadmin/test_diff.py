@@ -6,10 +6,10 @@ import copy
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine import format as fmt
 
 from contextadmin import selectors
 from contextadmin.models import Workflow
-from runs.engine import format as fmt
 
 pytestmark = pytest.mark.django_db
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine import format as fmt
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from contextadmin import impact, services
 from contextadmin.impact import Difference, RecordedRun
 from contextadmin.models import Workflow
-from runs.engine import format as fmt
 
 DOCUMENT: dict[str, Any] = {
     "context_variables": {

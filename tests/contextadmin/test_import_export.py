@@ -8,14 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine import format as fmt
+from contextadmin_sdk.engine.format import ConfigError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextadmin import selectors, services
 from contextadmin.models import Trigger, Variable, Workflow
 from contextadmin.services import ImportRefused, workflow_import
-from runs.engine import format as fmt
-from runs.engine.format import ConfigError
 from tests.contextadmin.conftest import EXAMPLE_PATH, db_dump
 
 pytestmark = pytest.mark.django_db
@@ -709,7 +709,7 @@ def test_import_never_fails_other_than_with_a_config_error(
 
 
 def test_production_export_drops_handoffs_gated_on_environment_flags_and_stays_valid(db):
-    from runs.engine.format import parse_config
+    from contextadmin_sdk.engine.format import parse_config
 
     data = json.loads(EXAMPLE_PATH.read_text())
     data["handoffs"] = [

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine.format import ConfigError, config_export_bytes, parse_config
 from django.test import Client
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,6 @@ from reversion.models import Version
 
 from contextadmin import selectors, services
 from contextadmin.models import OutputMapping, Workflow, WorkflowVersion
-from runs.engine.format import ConfigError, config_export_bytes, parse_config
 from tests.contextadmin.conftest import db_dump
 from tests.contextadmin.formdata import add_form, form_data
 from tests.contextadmin.test_import_page import IMPORT_URL, apply, diff_entry, into_url, upload

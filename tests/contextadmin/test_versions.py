@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import reversion
+from contextadmin_sdk.engine import format as fmt
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
@@ -19,7 +20,6 @@ from reversion.models import Version
 
 from contextadmin import selectors, services
 from contextadmin.models import Trigger, Variable, VersionAction, Workflow, WorkflowVersion
-from runs.engine import format as fmt
 from tests.contextadmin.formdata import form_data
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contextadmin_sdk.client import RunReporter
 
-from runs.client import RunReporter
 from tests.support.demo import demo_config
 from tests.support.processes import PROJECT, Daphne, manage, server_env
 

@@ -8,10 +8,10 @@ import json
 import uuid
 
 import pytest
+from contextadmin_sdk.client.definitions import runtime_info
+from contextadmin_sdk.engine import format as fmt
 from playwright.sync_api import expect
 
-from runs.client_definitions import runtime_info
-from runs.engine import format as fmt
 from tests.inspector.conftest import OUTPUT
 from tests.support.demo import demo_config
 from tests.support.processes import manage

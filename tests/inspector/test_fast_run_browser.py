@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from contextadmin_sdk.client import RunReporter
 from playwright.sync_api import expect
 
-from runs.client import RunReporter
 from tests.inspector.test_browser import chatter, context_value, open_run, stream_seqs, travel
 from tests.support.demo import demo_events
 

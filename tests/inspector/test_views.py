@@ -282,10 +282,10 @@ def page_data(response) -> dict:
     ],
 )
 def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expected):
-    from runs.engine import EVENT_TYPES, RUN_ENDED_STATUSES, RUN_STATUSES
-    from runs.engine.format import CATEGORIES, ENVIRONMENTS, OUTPUT_NAMESPACES
-    from runs.engine.loader import BASE_FLAGS
-    from runs.engine.state import NAMESPACES
+    from contextadmin_sdk.engine import EVENT_TYPES, RUN_ENDED_STATUSES, RUN_STATUSES
+    from contextadmin_sdk.engine.format import CATEGORIES, ENVIRONMENTS, OUTPUT_NAMESPACES
+    from contextadmin_sdk.engine.loader import BASE_FLAGS
+    from contextadmin_sdk.engine.state import NAMESPACES
 
     owned = {
         "base_flags": dict(BASE_FLAGS),

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contextadmin_sdk.client import RunReporter
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
-from runs.client import RunReporter
 from tests.support.processes import Daphne, manage
 
 PROJECT = Path(__file__).resolve().parents[2]  # where manage.py and contextadmin/ live

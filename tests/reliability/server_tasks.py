@@ -37,8 +37,9 @@ def dump(run_id: str) -> None:
     """The run's log, and whether replaying all of it gives the server's latest state and
     replaying it up to the stored state's seq gives the stored state (ingest stores the state
     only now and then: runs/services/ingest.py)."""
+    from contextadmin_sdk.engine import RunState
+
     from runs import selectors
-    from runs.engine import RunState
     from runs.models import Run, RunEvent, RunSnapshot
     from runs.services.caches import run_config
 

@@ -8,8 +8,8 @@ import threading
 import time
 
 import pytest
+from contextadmin_sdk.engine.state import NAMESPACES
 
-from runs.engine.state import NAMESPACES
 from tests.reliability.helpers import (
     Inspector,
     RecordingReporter,

@@ -6,12 +6,12 @@ import json
 import threading
 
 import pytest
+from contextadmin_sdk.client import RunReporter
 from django.contrib.auth import get_user_model
 from django.test import Client
 from websockets.sync.client import connect
 
 from contextadmin.services import workflow_import
-from runs.client import RunReporter
 from runs.services.tokens import api_token_create
 from tests.support.demo import demo_config, demo_events
 from tests.support.live import LiveServerTestCase

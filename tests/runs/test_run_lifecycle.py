@@ -1,4 +1,4 @@
-"""The run lifecycle (DESIGN.md §4; the rule is ``runs.engine.state.RUN_TRANSITIONS``):
+"""The run lifecycle (DESIGN.md §4; the rule is ``contextadmin_sdk.engine.state.RUN_TRANSITIONS``):
 running ⇄ paused → completed | failed | cancelled. An ended run takes no more events (409
 naming its status, over HTTP and the ingest socket), is never reopened, keeps its ``ended_at``,
 and frees its place under the per-token cap for good; a retried seq is still acknowledged."""
@@ -10,10 +10,16 @@ import itertools
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from contextadmin_sdk.engine import (
+    RUN_ENDED_STATUSES,
+    RUN_TRANSITIONS,
+    RunEnded,
+    RunState,
+    run_status_problem,
+)
+from contextadmin_sdk.engine.events import RUN_STATUSES
 
 from contextadmin.asgi import application
-from runs.engine import RUN_ENDED_STATUSES, RUN_TRANSITIONS, RunEnded, RunState, run_status_problem
-from runs.engine.events import RUN_STATUSES
 from runs.models import Run, RunEvent
 from tests.runs.conftest import Api, demo_config
 
@@ -148,14 +154,15 @@ async def test_the_ingest_socket_refuses_events_for_an_ended_run(client, token_s
 
 def test_ended_statuses_have_one_owner():
     """No module keeps its own copy of the engine's RUN_ENDED_STATUSES."""
-    import runs.client
-    import runs.integrations.autogen.session
+    import contextadmin_sdk.client
+    import contextadmin_sdk.integrations.autogen.session
+    from contextadmin_sdk.engine import RUN_ENDED_STATUSES
+
     import runs.selectors
     import runs.services.lifecycle
-    from runs.engine import RUN_ENDED_STATUSES
 
-    for module in (runs.client, runs.selectors, runs.services.lifecycle,
-                   runs.integrations.autogen.session):
+    for module in (contextadmin_sdk.client, runs.selectors, runs.services.lifecycle,
+                   contextadmin_sdk.integrations.autogen.session):
         copies = [name for name, value in vars(module).items()
                   if isinstance(value, frozenset | tuple | set) and value and name.isupper()
                   and {str(v) for v in value} == set(RUN_ENDED_STATUSES)]

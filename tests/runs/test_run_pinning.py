@@ -8,12 +8,12 @@ import json
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine import build_context
+from contextadmin_sdk.engine import format as fmt
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextadmin.models import Workflow
-from runs.engine import build_context
-from runs.engine import format as fmt
 from runs.models import Run, RunEvent
 from tests.runs.conftest import Api, demo_events
 from tests.runs.test_run_versions import publish

@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 import pytest
+from contextadmin_sdk.engine.conditions import NEVER_IN_PRODUCTION
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -20,7 +21,6 @@ from contextadmin.impact import run_source
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import, workflow_version_approve
 from runs import selectors
-from runs.engine.conditions import NEVER_IN_PRODUCTION
 from runs.models import Run
 from runs.services.lifecycle import run_start
 from tests.runs.conftest import Api, demo_config

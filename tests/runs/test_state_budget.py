@@ -1,4 +1,4 @@
-"""A run's state has a budget (runs/engine/state.py, limits in runs/engine/format.py): node
+"""A run's state has a budget (sdk/contextadmin_sdk/engine/state.py, limits in sdk/contextadmin_sdk/engine/format.py): node
 outputs beyond a size are kept as previews (the full output stays in the event log), the
 distinct nodes and the hand-off path are bounded, replay still equals the live state, and the
 per-process live-state cache is bounded in bytes."""
@@ -10,16 +10,16 @@ from typing import Any
 
 import orjson
 import pytest
-
-from runs import selectors
-from runs.engine import RunState, replay, resolve
-from runs.engine.format import (
+from contextadmin_sdk.engine import RunState, replay, resolve
+from contextadmin_sdk.engine.format import (
     NODE_DATA_MAX_BYTES,
     NODE_TEXT_MAX_CHARS,
     PATH_MAX_EDGES,
     STATE_MAX_NODES,
 )
-from runs.engine.state import node_output
+from contextadmin_sdk.engine.state import node_output
+
+from runs import selectors
 from runs.models import Run, RunEvent
 from runs.services import caches
 from tests.runs.conftest import Api, demo_config

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+from contextadmin_sdk.engine import format as fmt
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from hypothesis import HealthCheck, event, example, given, settings
@@ -22,7 +23,6 @@ from hypothesis import strategies as st
 from contextadmin import selectors, services
 from contextadmin.models import Workflow
 from runs import selectors as run_selectors
-from runs.engine import format as fmt
 from runs.services import lifecycle
 from tests.runs.conftest import demo_config
 from tests.security.conftest import db_state

@@ -7,6 +7,7 @@ By default the published version, as pipelines get it; ``--version N`` any versi
 from pathlib import Path
 from typing import Any
 
+from contextadmin_sdk.engine.format import ConfigError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextadmin.management.output import write_bytes
@@ -17,7 +18,6 @@ from contextadmin.selectors import (
     workflow_export_version,
     workflow_get,
 )
-from runs.engine.format import ConfigError
 
 
 class Command(BaseCommand):

@@ -5,6 +5,7 @@ Exit status: 0 when no run would change, 3 when some would (a pipeline gates on 
 
 from typing import Any
 
+from contextadmin_sdk.engine import format as fmt
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextadmin import impact
@@ -14,7 +15,6 @@ from contextadmin.selectors import (
     workflow_export_version,
     workflow_get,
 )
-from runs.engine import format as fmt
 
 CHANGED_EXIT = 3
 

@@ -4,11 +4,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contextadmin_sdk.engine.format import ConfigError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextadmin import specs
 from contextadmin.services import ImportRefused, workflow_import
-from runs.engine.format import ConfigError
 
 
 class Command(BaseCommand):

@@ -6,13 +6,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client.definitions import DefinitionsError
+from contextadmin_sdk.engine import mongo_client
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, demo_workflow_import
-from runs.client import RunReporter
-from runs.client_definitions import DefinitionsError
-from runs.engine import mongo_client
 from runs.models import ApiToken
 from runs.services.tokens import api_token_authenticate, api_token_create
 
@@ -45,9 +45,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             from autogen.agentchat import initiate_group_chat
-
-            from runs.integrations.autogen import attach
-            from runs.integrations.autogen.demo import (
+            from contextadmin_sdk.integrations.autogen import attach
+            from contextadmin_sdk.integrations.autogen.demo import (
                 DEMO_WORKFLOW,
                 OPENING,
                 demo_pattern,

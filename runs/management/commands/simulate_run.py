@@ -2,12 +2,12 @@ import json
 import time
 from pathlib import Path
 
+from contextadmin_sdk.client import ReportError, RunReporter
+from contextadmin_sdk.engine import ENVIRONMENTS, RUN_ENDED_STATUSES
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, GENERATOR, GENERATOR_CHAT
-from runs.client import ReportError, RunReporter
-from runs.engine import ENVIRONMENTS, RUN_ENDED_STATUSES
 from runs.services import tokens
 
 DEMO_TOKEN_NAME = "simulate_run (demo)"  # noqa: S105  (a name, not a secret)

@@ -1,0 +1,45 @@
+"""A runtime that dies mid-chat: runs the demo chat reporting to a server and SIGKILLs itself
+right after the run event with seq ``kill_after`` (python -m tests.sdk.integrations.crash_child)."""
+
+import os
+import signal
+import sys
+
+from autogen.agentchat import initiate_group_chat
+from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.integrations.autogen import attach
+from contextadmin_sdk.integrations.autogen.demo import (
+    DEMO_CONFIG,
+    DEMO_WORKFLOW,
+    OPENING,
+    demo_pattern,
+)
+
+
+def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:
+    pattern = demo_pattern()
+    session = attach(
+        pattern,
+        DEMO_CONFIG,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+        reporter=RunReporter(url, token),
+        spool_dir=spool_dir,
+    )
+    print(f"RUN_ID={session.run_id}", flush=True)
+    emit = session._emit  # the crash hook: the only thing this child changes
+
+    def emit_then_die(event: dict) -> bool:
+        done = emit(event)
+        if event.get("seq") == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return done
+
+    session._emit = emit_then_die  # type: ignore[method-assign]
+    with session:
+        initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
