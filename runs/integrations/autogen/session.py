@@ -24,11 +24,9 @@ How the pieces fit:
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -42,9 +40,18 @@ from runs.engine import (
     condition_names,
     context_set_problem,
     is_production,
-    load_config,
 )
 from runs.engine.format import ContextVariablesFile
+from runs.integrations.common import (
+    ENDED,
+    ConfigArg,
+    HandoffRuleError,
+    check_rules,
+    completed_overview,
+    load_config_arg,
+    text_of,
+    tool_data,
+)
 
 try:
     import autogen
@@ -75,7 +82,6 @@ TRANSITION_EVENTS = {
     "OnConditionLLMTransitionEvent": None,
     "ReplyResultTransitionEvent": None,
 }
-ENDED = frozenset({"completed", "failed", "cancelled"})  # a run that takes no more events
 _REGISTERED = "_contextadmin_handoffs"  # on an agent: the conditions a session added to it
 
 if not autogen.__version__.startswith("0.14."):  # pragma: no cover
@@ -84,22 +90,6 @@ if not autogen.__version__.startswith("0.14."):  # pragma: no cover
         SUPPORTED_AG2,
         autogen.__version__,
     )
-
-
-class HandoffRuleError(ValueError):
-    """A hand-off rule of the config that this pattern cannot route."""
-
-
-ConfigArg = ContextVariablesFile | Mapping[str, Any] | bytes | str | os.PathLike[str]
-
-
-def _load(config: ConfigArg) -> ContextVariablesFile:
-    """Accept a path, JSON text or bytes, a mapping, or a parsed config."""
-    if isinstance(config, os.PathLike) or (
-        isinstance(config, str) and not config.lstrip().startswith("{")
-    ):
-        config = Path(config).read_bytes()
-    return load_config(config).config
 
 
 def attach(
@@ -123,10 +113,11 @@ def attach(
     ``spool_dir`` and ``capacity`` configure the reporter's background mode (runs/client.py);
     ``flush_timeout`` bounds how long leaving the ``with`` block waits for acknowledgements.
     """
-    parsed = _load(config)
+    _refuse_ag2x(pattern)
+    parsed = load_config_arg(config)
     environ = os.environ if environ is None else environ
     agents = {agent.name: agent for agent in pattern.agents}
-    _check_rules(parsed, agents)
+    check_rules(parsed, agents, where="the pattern")
     if run_id is not None and reporter is None:
         raise ValueError("run_id resumes a run from the server: pass the reporter too")
     if reporter is not None:
@@ -194,18 +185,20 @@ def attach(
     return session
 
 
-def _check_rules(config: ContextVariablesFile, agents: Mapping[str, Any]) -> None:
-    problems = []
-    for index, rule in enumerate(config.handoffs):
-        for role, name in (
-            ("source_agent", rule.source_agent),
-            ("target_agent", rule.target_agent),
-        ):
-            if name not in agents:
-                problems.append(f"handoffs[{index}].{role}: no agent named {name!r} in the pattern")
-    if problems:
-        known = ", ".join(sorted(agents)) or "none"
-        raise HandoffRuleError("; ".join(problems) + f" (the pattern's agents: {known})")
+def _refuse_ag2x(pattern: Any) -> None:
+    """An AG2 1.x object (``import ag2``) belongs to the 1.x adapter: say so."""
+    module = type(pattern).__module__
+    if module == "ag2" or module.startswith("ag2."):
+        raise TypeError(
+            f"attach() got an AG2 1.x {type(pattern).__name__}: runs.integrations.autogen attaches "
+            "to AG2 Classic group chats (a Pattern); use runs.integrations.ag2.attach for AG2 1.x "
+            "workflows and agents"
+        )
+    if not hasattr(pattern, "agents") or not hasattr(pattern, "context_variables"):
+        raise TypeError(
+            f"attach() takes an AG2 Classic Pattern (autogen.agentchat.group.patterns), got "
+            f"{type(pattern).__name__}"
+        )
 
 
 class _ObservingStream:
@@ -284,20 +277,7 @@ class AG2Session:
 
         Send it to the agent that continues a resumed run, so it does not redo them.
         """
-        if not self.state.flips:
-            return "No milestones have been reached yet in this run."
-        descriptions = {
-            var.name: var.description for var in self.config.context_variables.derived_variables
-        }
-        lines = ["The following milestones have already been reached in this run:"]
-        for flip in self.state.flips:
-            about = f": {descriptions[flip['name']]}" if descriptions.get(flip["name"]) else ""
-            lines.append(
-                f"- {flip['name']}{about} (reached at event #{flip['seq']}, "
-                f"{_describe_cause(flip.get('cause') or {})})"
-            )
-        lines.append("Continue with the remaining work; do not repeat these steps.")
-        return "\n".join(lines)
+        return completed_overview(self.config, self.state)
 
     def __enter__(self) -> AG2Session:
         previous = IOStream.get_default()
@@ -383,7 +363,7 @@ class AG2Session:
         sender = inner.sender
         if sender.startswith(TOOL_EXECUTOR_PREFIX):
             return
-        text = _text_of(inner.content)
+        text = text_of(inner.content)
         if text is None:
             return
         transit = self._transit.pop(sender, None)
@@ -402,7 +382,7 @@ class AG2Session:
         for call in inner.tool_calls or []:
             if call.id is not None and call.function.name:
                 self._tool_calls[call.id] = (call.function.name, inner.sender)
-        text = _text_of(inner.content)
+        text = text_of(inner.content)
         if text:  # a tool call with words is also a turn
             self._on_text(inner)
 
@@ -414,13 +394,13 @@ class AG2Session:
                 continue
             tool, agent = call
             success = self._executed.pop(response.tool_call_id or "", True)
-            text = _text_of(response.content) or ""
+            text = text_of(response.content) or ""
             event = {
                 "type": "tool_response",
                 "agent": agent,
                 "tool": tool,
                 "status": "success" if success else "error",
-                "data": _tool_data(text),
+                "data": tool_data(text),
             }
             if not self._emit(event):
                 self._emit({**event, "data": {"content": text[:TEXT_MAX_CHARS]}})
@@ -576,40 +556,3 @@ class AG2Session:
         self._warned.add(key)
         self.warnings.append(message)
         logger.warning("%s", message)
-
-
-def _text_of(content: Any) -> str | None:
-    """The text of a message's content: a string, a scalar, or multimodal parts."""
-    if content is None:
-        return None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            part.get("text", "") for part in content if isinstance(part, dict) and "text" in part
-        ]
-        return "\n".join(parts)
-    return str(content)
-
-
-def _tool_data(text: str) -> dict[str, Any]:
-    """A tool's output as a node output: its JSON object, or ``{"content": text}``."""
-    if text[:1] == "{":
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            return data
-    return {"content": text[:TEXT_MAX_CHARS]}
-
-
-def _describe_cause(cause: Mapping[str, Any]) -> str:
-    if cause.get("type") == "tool_response":
-        status = cause.get("status")
-        return f"when tool {cause.get('tool')} responded" + (f" with {status}" if status else "")
-    if "turns" in cause:
-        return f"at {cause.get('agent')}'s turn {cause['turns']}"
-    if "text" in cause:
-        return f'when {cause.get("agent")} said "{cause["text"]}"'
-    return "by an event"
