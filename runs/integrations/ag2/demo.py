@@ -36,8 +36,8 @@ from .scripted import (
     ScriptedHuman,
     ToolCall,
     in_process_hub,
-    open_workflow,
     register_human,
+    run_workflow,
     scripted_agent,
 )
 
@@ -152,9 +152,8 @@ async def demo_workflow(
 async def run_demo(
     demo: DemoWorkflow, session: Any, *, opening: str = OPENING, timeout: float = 60
 ) -> str:
-    """Open the workflow channel with the session's knobs, say ``opening`` as the user, and
-    wait for the workflow to end; return the channel's close reason."""
-    channel = await open_workflow(demo.hub, demo.user, agents=demo.agents, knobs=session.knobs())
-    await demo.user.send(channel.channel_id, opening)
-    reason: str = await session.finished(timeout)
-    return reason
+    """Run the demo workflow under ``session`` (opened with its knobs); return the close
+    reason."""
+    return await run_workflow(
+        demo.hub, demo.user, demo.agents, session, opening=opening, timeout=timeout
+    )

@@ -44,6 +44,7 @@ __all__ = [
     "in_process_hub",
     "open_workflow",
     "register_human",
+    "run_workflow",
     "scripted_agent",
 ]
 
@@ -169,3 +170,20 @@ class ScriptedHuman:
             await asyncio.sleep(self.delay)
         answer = self.answers.popleft() if self.answers else self.after
         await self.human.send(envelope.channel_id, answer)
+
+
+async def run_workflow(
+    hub: Hub,
+    human: Any,
+    agents: Iterable[Agent],
+    session: Any,
+    *,
+    opening: str,
+    timeout: float = 60,
+) -> str:
+    """Open the workflow channel with ``session.knobs()``, say ``opening`` as ``human`` and wait
+    until the channel closes; return its close reason."""
+    channel = await open_workflow(hub, human, agents=agents, knobs=session.knobs())
+    await human.send(channel.channel_id, opening)
+    reason: str = await session.finished(timeout)
+    return reason
