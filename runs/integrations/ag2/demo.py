@@ -91,13 +91,10 @@ class DemoWorkflow:
     human: ScriptedHuman
 
 
-async def demo_workflow(
-    *, delay: float = 0.0, planner_turns: list[Any] | None = None
-) -> DemoWorkflow:
+async def demo_workflow(*, delay: float = 0.0, answers: list[str] | None = None) -> DemoWorkflow:
     """Build the demo: an in-process hub, the user, the three agents and the graph.
 
-    ``planner_turns`` replaces the ContextVariablesAgent's script (a resumed run whose plan is
-    already saved only reports it).
+    ``answers`` replaces the user's scripted answers (a resumed run needs only the last).
     """
     hub = await in_process_hub()
     user = await register_human(hub, "user")
@@ -112,9 +109,7 @@ async def demo_workflow(
     )
     planner = scripted_agent(
         "ContextVariablesAgent",
-        planner_turns
-        if planner_turns is not None
-        else [ToolCall("save_context_plan", names=PLANNED), "Declared the context variables."],
+        [ToolCall("save_context_plan", names=PLANNED), "Declared the context variables."],
         tools=[save_context_plan],
         delay=delay,
     )
@@ -145,7 +140,7 @@ async def demo_workflow(
         ],
         max_turns=40,
     )
-    human = ScriptedHuman(hub, user, ANSWERS, delay=delay)
+    human = ScriptedHuman(hub, user, ANSWERS if answers is None else answers, delay=delay)
     return DemoWorkflow(hub, user, agents, graph, human)
 
 
