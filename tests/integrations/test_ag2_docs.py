@@ -1,4 +1,5 @@
-"""docs/ag2.md's examples run, against a live server, so they cannot rot."""
+"""docs/ag2.md's examples run, against a live server, so they cannot rot: the AG2 1.x quick
+start and the Classic one, each session checked after its block."""
 
 from __future__ import annotations
 
@@ -25,11 +26,21 @@ def test_ag2_doc_examples_run(site, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     for name in ("ENVIRONMENT", "CONTEXT_AWARE", "MONETIZATION_ENABLED", "MONGODB_URI"):
         monkeypatch.delenv(name, raising=False)
     blocks = python_blocks()
-    assert len(blocks) >= 3
+    assert len(blocks) >= 4
     namespace: dict[str, object] = {"__name__": "ag2_doc"}
+    sessions = []
     for index, block in enumerate(blocks):
         exec(compile(block, f"{DOC}:block{index}", "exec"), namespace)  # noqa: S102
-    session = namespace["session"]
-    assert session.reporter.last_acked_seq == session.state.last_seq  # type: ignore[attr-defined]
-    assert "interview_complete" in capsys.readouterr().out
-    assert not Path(PROJECT / "var" / "spool" / f"{session.run_id}.jsonl").exists()  # type: ignore[attr-defined]
+        if namespace.get("session") is not None and namespace["session"] not in sessions:
+            sessions.append(namespace["session"])
+    assert [type(s).__module__ for s in sessions] == [
+        "runs.integrations.ag2.session",  # the 1.x quick start comes first
+        "runs.integrations.autogen.session",
+    ]
+    for session in sessions:
+        reporter = session.reporter  # type: ignore[attr-defined]
+        assert reporter.last_acked_seq == session.state.last_seq  # type: ignore[attr-defined]
+        assert session.state.get("execution.status") == "completed"  # type: ignore[attr-defined]
+        spool = Path(PROJECT / "var" / "spool" / f"{session.run_id}.jsonl")  # type: ignore[attr-defined]
+        assert not spool.exists()
+    assert capsys.readouterr().out.count("interview_complete") == 2
