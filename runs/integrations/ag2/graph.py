@@ -28,7 +28,7 @@ from runs.engine.format import ContextVariablesFile
 
 from .internals import transition_order
 
-__all__ = ["RULE_CONDITION", "ContextRule", "fired_rule", "with_rules"]
+__all__ = ["RULE_CONDITION", "ContextRule", "GraphCache", "fired_rule", "with_rules"]
 
 RULE_CONDITION = "contextadmin.handoff_rule"
 
@@ -86,12 +86,11 @@ def with_rules(
     )
 
 
-def fired_rule(graph_data: dict[str, Any], state: Any, envelope: Any) -> int | None:
+def fired_rule(transitions: list[Transition], state: Any, envelope: Any) -> int | None:
     """The index of our rule that routed this envelope, replaying the adapter's first match
-    (lowest priority first, then list order) over the folded state; None when another
+    over the folded state (``transitions`` in ``transition_order``); None when another
     transition (or none) decided."""
-    graph = TransitionGraph.loads(graph_data)
-    for transition in transition_order(graph.transitions):
+    for transition in transitions:
         try:
             holds = transition.when.evaluate(state, envelope)
         except Exception:
@@ -99,3 +98,18 @@ def fired_rule(graph_data: dict[str, Any], state: Any, envelope: Any) -> int | N
         if holds:
             return transition.when.rule if isinstance(transition.when, ContextRule) else None
     return None
+
+
+class GraphCache:
+    """A channel's graph, loaded once from the ``graph_data`` its folded states carry (the
+    adapter hands the same dict from state to state), its transitions in trial order."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] | None = None
+        self._ordered: list[Transition] = []
+
+    def ordered(self, graph_data: dict[str, Any]) -> list[Transition]:
+        if graph_data is not self._data:
+            self._ordered = transition_order(TransitionGraph.loads(graph_data).transitions)
+            self._data = graph_data
+        return self._ordered

@@ -25,7 +25,7 @@ from runs.integrations.common import (
     text_of,
 )
 
-from .graph import fired_rule, with_rules
+from .graph import GraphCache, fired_rule, with_rules
 from .internals import context_set_of, routed_by_packet, text_of_envelope
 from .observe import SessionHook, SessionListener, hook_of
 from .run import RunSession, runtime
@@ -159,6 +159,7 @@ class WorkflowSession(RunSession):
         self._done: asyncio.Event | None = None
         self._listener = SessionListener(self, self._marker)
         self._hooks: list[SessionHook] = []
+        self._graphs = GraphCache()
 
     # -- what the user passes to open() ----------------------------------------------------------
     def knobs(self, **extra: Any) -> dict[str, Any]:
@@ -296,7 +297,9 @@ class WorkflowSession(RunSession):
         source = packet.sender_id
         if state is None or target is None or target == source:
             return
-        rule = None if routed_by_packet(packet) else fired_rule(state.graph_data, state, packet)
+        rule = None
+        if not routed_by_packet(packet):
+            rule = fired_rule(self._graphs.ordered(state.graph_data), state, packet)
         if rule is None and not (source in self._agent_ids and target in self._agent_ids):
             return
         event: dict[str, Any] = {
