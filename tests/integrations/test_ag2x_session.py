@@ -377,3 +377,83 @@ async def test_a_classic_pattern_and_a_1x_workflow_are_sent_to_the_right_module(
     with pytest.raises(TypeError, match="hub="):
         attach(workflow.graph, DEMO_CONFIG, workflow_name="W", enterprise_id="e")
     await workflow.hub.close()
+
+
+async def test_a_hub_restored_from_its_store_refolds_the_workflow_with_the_rules() -> None:
+    from ag2.knowledge import MemoryKnowledgeStore
+
+    from runs.integrations.ag2.scripted import in_process_hub
+
+    store = MemoryKnowledgeStore()
+    demo = await demo_workflow(store=store)
+    session = attach(
+        demo.graph,
+        DEMO_CONFIG,
+        hub=demo.hub,
+        agents=demo.agents,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+    )
+    with session:
+        await run_demo(demo, session)
+    channel_id = session.channel_id
+    assert channel_id is not None
+    await demo.hub.close()
+    restored = await in_process_hub(store)  # Hub.open hydrates: re-folds every channel's WAL
+    state = restored.adapter_state(channel_id)
+    assert state.context_vars == session.state.context
+    graph = TransitionGraph.loads(state.graph_data)
+    assert [t.when.rule for t in graph.transitions if isinstance(t.when, ContextRule)] == [0, 1, 2]
+    assert state.expected_next_speaker is None and state.pending_close_reason == "reviewed"
+    await restored.close()
+
+
+async def test_a_flip_posted_from_a_hub_listener_would_route_one_turn_late() -> None:
+    """Why the adapter flips from the agent's middleware: AG2 picks the next speaker while it
+    folds the turn's packet, before any hub listener runs."""
+    from ag2.network import (
+        EV_CONTEXT_SET,
+        EV_PACKET,
+        AgentTarget,
+        BaseHubListener,
+        ContextEquals,
+        Envelope,
+        FromSpeaker,
+        TerminateTarget,
+        Transition,
+    )
+
+    workflow = await two_stage(interview=["Question?", "NEXT", "Again?"], answers=["A.", "B."])
+    hub, ids = workflow.hub, workflow.hub.name_to_id_map()
+    graph = workflow.graph
+    graph.transitions[:0] = [
+        Transition(FromSpeaker(ids["Planner"]), TerminateTarget(), priority=-2),
+        Transition(ContextEquals("done", True), AgentTarget(ids["Planner"]), priority=-1),
+    ]
+    spoken: list[str] = []
+
+    class LateFlipper(BaseHubListener):
+        async def on_envelope_posted(self, envelope: Any, metadata: Any) -> None:
+            if envelope.event_type == EV_PACKET or envelope.event_type == "ag2.msg.text":
+                spoken.append(hub.name_for(envelope.sender_id))
+            if envelope.event_type == EV_PACKET and envelope.event_data.get("body") == "NEXT":
+                await hub.post_envelope(
+                    Envelope(
+                        envelope.channel_id,
+                        envelope.sender_id,
+                        None,
+                        EV_CONTEXT_SET,
+                        {"set": {"done": True}},
+                    )
+                )
+
+    hub.register_listener(LateFlipper())
+    session = attach(
+        graph, config(), workflow_name="W", enterprise_id="e", environ={}, **workflow.attach_args()
+    )
+    with session:
+        await workflow.run(session)
+    # NEXT, then the user still speaks: the flip landed after the fold chose the next speaker.
+    assert spoken == ["user", "InterviewAgent", "user", "InterviewAgent", "user", "Planner"]
+    await hub.close()

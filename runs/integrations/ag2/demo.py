@@ -91,12 +91,13 @@ class DemoWorkflow:
     human: ScriptedHuman
 
 
-async def demo_workflow(*, delay: float = 0.0, answers: list[str] | None = None) -> DemoWorkflow:
-    """Build the demo: an in-process hub, the user, the three agents and the graph.
-
-    ``answers`` replaces the user's scripted answers (a resumed run needs only the last).
+async def demo_workflow(
+    *, delay: float = 0.0, answers: list[str] | None = None, store: Any = None
+) -> DemoWorkflow:
+    """Build the demo: an in-process hub (on ``store``), the user, the three agents and the
+    graph. ``answers`` replaces the user's scripted answers (a resumed run needs only the last).
     """
-    hub = await in_process_hub()
+    hub = await in_process_hub(store)
     user = await register_human(hub, "user")
     interview = scripted_agent(
         "InterviewAgent",

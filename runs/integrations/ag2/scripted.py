@@ -113,10 +113,12 @@ def scripted_agent(
     return Agent(name, config=config, tools=list(tools), **agent_options)
 
 
-async def in_process_hub() -> Hub:
-    """A hub in this process: memory store, no background sweepers."""
+async def in_process_hub(store: Any = None) -> Hub:
+    """A hub in this process on ``store`` (default: a new memory store), no sweepers."""
     return await Hub.open(
-        MemoryKnowledgeStore(), expectation_sweep_interval=0, ttl_sweep_interval=0
+        store if store is not None else MemoryKnowledgeStore(),
+        expectation_sweep_interval=0,
+        ttl_sweep_interval=0,
     )
 
 
