@@ -27,7 +27,7 @@ async def _workflow(turns: int) -> tuple[Any, Any, list[Any], Any]:
     from runs.integrations.ag2.scripted import in_process_hub, register_human, scripted_agent
 
     hub = await in_process_hub()
-    user = await register_human(hub, "user")
+    user = await register_human(hub, "user", inbox=10 * turns + 1000)
     asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
     answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])
     agents = [asker, answerer]

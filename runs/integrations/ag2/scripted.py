@@ -32,8 +32,11 @@ from ag2.network import (
     ChannelState,
     Hub,
     HubClient,
+    InboxBlock,
+    LimitsBlock,
     LocalLink,
     Passport,
+    Rule,
 )
 from ag2.testing import TestConfig
 
@@ -122,9 +125,16 @@ async def in_process_hub(store: Any = None) -> Hub:
     )
 
 
-async def register_human(hub: Hub, name: str = "user") -> Any:
-    """Register a human participant (the workflow's initiator) on an in-process hub."""
-    return await HubClient(LocalLink(hub), hub=hub).register_human(Passport(name=name))
+async def register_human(hub: Hub, name: str = "user", *, inbox: int = 1000) -> Any:
+    """Register a human participant (the workflow's initiator) on an in-process hub.
+
+    ``inbox``: how many envelopes may wait for it (AG2 counts every envelope dispatched to a
+    participant until it posts again: a long workflow whose human opened it and stays silent
+    needs more than AG2's default 1,000).
+    """
+    rule = Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=inbox)))
+    client = HubClient(LocalLink(hub), hub=hub)
+    return await client.register_human(Passport(name=name), rule=rule)
 
 
 async def open_workflow(
