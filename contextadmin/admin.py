@@ -48,12 +48,14 @@ from contextadmin.models import (
     DerivedVariable,
     EnvironmentVariable,
     Handoff,
+    OutputMapping,
     Trigger,
     Variable,
     VersionAction,
     Workflow,
     WorkflowVersion,
 )
+from contextadmin.output_forms import OutputMappingForm, OutputMappingFormSet
 from runs.engine import format as fmt
 from runs.engine.format import ConfigError
 
@@ -128,11 +130,20 @@ class HandoffInline(WorkflowPartInline, nested_admin.NestedTabularInline):
     formset = HandoffFormSet
 
 
+class OutputMappingInline(WorkflowPartInline, nested_admin.NestedTabularInline):
+    model = OutputMapping
+    form = OutputMappingForm
+    formset = OutputMappingFormSet
+
+
 @admin.register(Workflow)
 class WorkflowAdmin(nested_admin.NestedModelAdmin):
     form = WorkflowForm
     fields = ("name", "description", "database_name", "version_comment", "base_version")
-    inlines = [DeclarativeInline, DatabaseInline, EnvironmentInline, DerivedInline, HandoffInline]
+    inlines = [
+        DeclarativeInline, DatabaseInline, EnvironmentInline, DerivedInline, HandoffInline,
+        OutputMappingInline,
+    ]
     list_display = ("name", "short_description", "variable_count", "handoff_count", "updated")
     search_fields = ("name", "description")
     list_filter = ("updated",)
@@ -149,7 +160,8 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
         """
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         owned = {
-            str(model._meta.verbose_name) for model in (Variable, Trigger, Handoff, WorkflowVersion)
+            str(model._meta.verbose_name)
+            for model in (Variable, Trigger, Handoff, OutputMapping, WorkflowVersion)
         }
         return deleted, counts, perms_needed - owned, protected
 

@@ -295,6 +295,7 @@ class WorkflowCheck:
                 for form in rows.get(key, [])
             ],
             handoffs=[form.instance for form in rows.get("handoffs", [])],
+            outputs=[form.instance for form in rows.get("outputs", [])],
         )
         try:
             specs.config_parse_all(document)
@@ -311,13 +312,16 @@ class WorkflowCheck:
         """Every error of the page, each naming its variable and path, in document order."""
         labels: list[str] = []
 
-        def add(path: str, form: forms.BaseForm) -> None:
+        def add(path: str, form: forms.BaseForm, paths: dict[str, str] = _FIELD_PATHS) -> None:
             for field, errors in form.errors.items():
-                where = path if field == "__all__" else f"{path}.{_FIELD_PATHS.get(field, field)}"
+                where = path if field == "__all__" else f"{path}.{paths.get(field, field)}"
                 labels.extend(f"{where}: {error}" for error in errors)
 
-        for key in (*VARIABLE_KEYS, "handoffs"):
+        for key in (*VARIABLE_KEYS, "handoffs", "outputs"):
             for index, form in enumerate(rows.get(key, [])):
+                if key == "outputs":
+                    add(f"outputs[{index}]", form, {})
+                    continue
                 if key == "handoffs":
                     data = getattr(form, "cleaned_data", {}) or {}
                     source = data.get("source_agent") or form.data.get(
@@ -356,8 +360,8 @@ class WorkflowCheck:
                     rest = rest[1:]
                 _add_error(form, str(rest[0]) if rest else None, message)
                 return
-        if len(loc) >= 2 and loc[0] == "handoffs":
-            form = _at(rows.get("handoffs", []), loc[1])
+        if len(loc) >= 2 and loc[0] in ("handoffs", "outputs"):
+            form = _at(rows.get(str(loc[0]), []), loc[1])
             if form is not None:
                 _add_error(form, str(loc[2]) if len(loc) > 2 else None, message)
                 return
@@ -415,7 +419,7 @@ _FIELD_PATHS = {
 
 
 def _add_error(form: forms.BaseForm, field: str | None, message: str) -> None:
-    if form.errors and (field in form.errors or field not in ("name", "condition")):
+    if form.errors and (field in form.errors or field not in ("name", "condition", "to")):
         # The row already has errors: its stored values stand in for the wrong ones, so only
         # the rules across the document (names, conditions) say something new about it.
         return

@@ -1,4 +1,5 @@
-"""Workflows and their definitions: variables (four categories), derived triggers, hand-offs.
+"""Workflows and their definitions: variables (four categories), derived triggers, hand-offs,
+and seed 004's output mappings.
 
 The rows mirror ``context_variables.json`` (runs/engine/format.py); ``specs.py`` translates
 between the two. Which values are valid is decided by the schema alone, so the model fields
@@ -214,6 +215,28 @@ class Handoff(models.Model):
         return f"{self.source_agent} → {self.target_agent}"
 
 
+class OutputMapping(models.Model):
+    """Seed 004's output mapping: when ``tool`` responds, ``data[field]`` is written to ``to``."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="outputs")
+    position = models.PositiveIntegerField(default=0)
+    tool = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS)
+    field = models.CharField(
+        max_length=fmt.IDENTIFIER_MAX_CHARS, help_text="The key of the tool's response data."
+    )
+    to = models.CharField(
+        max_length=fmt.STATE_PATH_MAX_CHARS,
+        help_text="agent.key[.key...] or world.key[.key...]: the path of the run's state.",
+    )
+
+    class Meta:
+        ordering = ["workflow", "position", "id"]
+        verbose_name = "output mapping"
+
+    def __str__(self) -> str:
+        return f"{self.tool}.{self.field} → {self.to}"
+
+
 class VersionAction(models.TextChoices):
     CREATE = "create", "created"
     SAVE = "save", "saved"
@@ -225,9 +248,10 @@ class VersionAction(models.TextChoices):
 class WorkflowVersion(models.Model):
     """One numbered version of a workflow's definitions: who, when, why, and its export.
 
-    django-reversion keeps the rows (``revision``: the workflow, its variables, their triggers
-    and its hand-offs); the canonical export is stored here too, so a version stays readable,
-    diffable and servable after any schema migration, and serving it costs one query.
+    django-reversion keeps the rows (``revision``: the workflow, its variables, their triggers,
+    its hand-offs and output mappings); the canonical export is stored here too, so a version
+    stays readable, diffable and servable after any schema migration, and serving it costs one
+    query.
     """
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
@@ -291,7 +315,10 @@ class WorkflowVersion(models.Model):
 
 # One revision spans a workflow with its variables and hand-offs; services add the triggers
 # (grand-children) to it explicitly, in one query rather than one per variable.
-reversion.register(Workflow, follow=("variables", "handoffs"), exclude=("published_version",))
+reversion.register(
+    Workflow, follow=("variables", "handoffs", "outputs"), exclude=("published_version",)
+)
 reversion.register(Variable)
 reversion.register(Trigger)
 reversion.register(Handoff)
+reversion.register(OutputMapping)

@@ -13,7 +13,15 @@ from django.conf import settings
 from pydantic import ValidationError
 
 from contextadmin import specs
-from contextadmin.models import Handoff, Trigger, Variable, Workflow, WorkflowVersion
+from contextadmin.models import (
+    Handoff,
+    OutputMapping,
+    Trigger,
+    Variable,
+    Workflow,
+    WorkflowVersion,
+)
+from contextadmin.outputs import outputs_diff
 from runs.engine import format as fmt
 
 ENVIRONMENTS = fmt.ENVIRONMENTS
@@ -29,8 +37,10 @@ def workflow_get(*, name: str) -> Workflow | None:
 
 
 def workflow_has_definitions(*, workflow: Workflow) -> bool:
-    """Tell whether a workflow has any variables or hand-offs."""
-    return workflow.variables.exists() or workflow.handoffs.exists()
+    """Tell whether a workflow has any variables, hand-offs or output mappings."""
+    return (
+        workflow.variables.exists() or workflow.handoffs.exists() or workflow.outputs.exists()
+    )
 
 
 def workflow_document(*, workflow: Workflow) -> dict[str, Any]:
@@ -45,10 +55,12 @@ def workflow_document(*, workflow: Workflow) -> dict[str, Any]:
     for trigger in Trigger.objects.filter(variable__workflow=workflow).order_by("position", "id"):
         triggers[trigger.variable_id].append(trigger)
     handoffs = Handoff.objects.filter(workflow=workflow).order_by("position", "id")
+    outputs = OutputMapping.objects.filter(workflow=workflow).order_by("position", "id")
     return specs.document_data(
         database_name=workflow.database_name,
         variables=((v, triggers[v.pk]) for v in variables),
         handoffs=handoffs,
+        outputs=outputs,
     )
 
 
@@ -139,6 +151,12 @@ def documents_diff(*, before: Mapping[str, Any] | None, after: Mapping[str, Any]
         entries.append(DiffEntry(change, "database_name", (_change(old_db, new_db),)))
     entries += _variables_diff(_variables_by_name(current), _variables_by_name(incoming))
     entries += _handoffs_diff(current.get("handoffs", []), incoming.get("handoffs", []))
+    entries += [
+        DiffEntry(change, subject, details)
+        for change, subject, details in outputs_diff(
+            current.get("outputs", []), incoming.get("outputs", [])
+        )
+    ]
     return ConfigDiff(tuple(entries))
 
 

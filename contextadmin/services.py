@@ -21,6 +21,7 @@ from pymongo.errors import PyMongoError
 from contextadmin import specs
 from contextadmin.models import (
     Handoff,
+    OutputMapping,
     Trigger,
     Variable,
     VersionAction,
@@ -28,6 +29,7 @@ from contextadmin.models import (
     WorkflowVersion,
     workflow_name_validator,
 )
+from contextadmin.outputs import output_rows
 from contextadmin.selectors import (
     ConfigDiff,
     documents_diff,
@@ -268,6 +270,7 @@ def workflow_import(
         workflow.database_name = database_name
         workflow.save(update_fields=["database_name", "updated"])
         workflow.handoffs.all().delete()
+        workflow.outputs.all().delete()
         workflow.variables.all().delete()
     _definitions_create(workflow=workflow, config=parsed.config)
     version = workflow_version_record(
@@ -292,6 +295,7 @@ def _definitions_create(*, workflow: Workflow, config: fmt.ContextVariablesFile)
             triggers.append(trigger)
     Trigger.objects.bulk_create(triggers, batch_size=500)
     Handoff.objects.bulk_create(handoffs, batch_size=500)
+    OutputMapping.objects.bulk_create(output_rows(workflow=workflow, config=config))
 
 
 @transaction.atomic

@@ -13,7 +13,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from contextadmin.models import Category, Handoff, Trigger, Variable, Workflow
+from contextadmin.models import Category, Handoff, OutputMapping, Trigger, Variable, Workflow
+from contextadmin.outputs import output_label, output_spec, output_stand_in
 from runs.engine import format as fmt
 
 
@@ -79,8 +80,10 @@ def document_data(
     database_name: str,
     variables: Iterable[tuple[Variable, Sequence[Trigger]]],
     handoffs: Iterable[Handoff],
+    outputs: Iterable[OutputMapping] = (),
 ) -> dict[str, Any]:
-    """Return a ``context_variables.json`` document from rows already in admin order."""
+    """Return a ``context_variables.json`` document from rows already in admin order
+    (``outputs`` only when there are some, as the export has it)."""
     section: dict[str, Any] = {}
     if database_name:
         section["database_name"] = database_name
@@ -88,7 +91,11 @@ def document_data(
         section[fmt.CATEGORY_KEYS[category]] = []
     for variable, triggers in variables:
         section[fmt.CATEGORY_KEYS[variable.category]].append(variable_spec(variable, triggers))
-    return {"context_variables": section, "handoffs": [handoff_spec(h) for h in handoffs]}
+    document = {"context_variables": section, "handoffs": [handoff_spec(h) for h in handoffs]}
+    mappings = [output_spec(output) for output in outputs]
+    if mappings:
+        document["outputs"] = mappings
+    return document
 
 
 def rows_from_config(
@@ -291,6 +298,12 @@ def _repair_one(document: dict[str, Any], loc: tuple[Any, ...], dropped: set[Any
         if isinstance(items, list) and loc[2] < len(items):
             items[loc[2]] = {"name": f"invalid_{loc[2]}_{loc[1]}", "triggers": []}
             return True
+    if len(loc) >= 2 and loc[0] == "outputs" and isinstance(loc[1], int):
+        outputs = document.get("outputs")
+        if not isinstance(outputs, list) or loc[1] >= len(outputs):
+            return False
+        outputs[loc[1]] = output_stand_in(loc[1])
+        return True
     if loc == ("context_variables", "database_name"):
         document["context_variables"]["database_name"] = "placeholder"
         return True
@@ -332,7 +345,7 @@ def _source_stand_in(key: str) -> dict[str, Any]:
 
 
 def _sorted(issues: list[fmt.ConfigIssue]) -> list[fmt.ConfigIssue]:
-    order = {"context_variables": 0, "handoffs": 1}
+    order = {"context_variables": 0, "handoffs": 1, "outputs": 2}
     keys = {fmt.CATEGORY_KEYS[c]: n for n, c in enumerate(fmt.CATEGORIES)}
 
     def key(issue: fmt.ConfigIssue) -> tuple[Any, ...]:
@@ -373,6 +386,9 @@ def issue_path_label(loc: tuple[Any, ...], document: Any) -> str:
             if isinstance(item, dict):
                 named = f" ({item.get('source_agent', '?')} → {item.get('target_agent', '?')})"
             return f"handoffs[{parts[1]}]{named}" + _rest(parts[2:])
+        if len(parts) >= 2 and parts[0] == "outputs" and isinstance(parts[1], int):
+            named = output_label(document["outputs"][parts[1]])
+            return f"outputs[{parts[1]}]{named}" + _rest(parts[2:])
     except (KeyError, IndexError, TypeError):
         pass
     return fmt.format_loc(loc)

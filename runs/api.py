@@ -2,8 +2,8 @@
 services and selectors, behind Django's handler and middleware like every other request.
 
 ``POST /api/runs/<run_id>/events/`` is the hot path of every run over HTTP. It is an async
-view with one hop into a worker thread (authenticate, decode, ingest) and its broadcasts sent
-from the event loop; ``/ws/ingest/`` is the lower-latency path (docs/architecture.md).
+view with one hop into a worker thread (authenticate, decode) and its batch committed in the
+process's group commit, as the ``/ws/ingest/`` sockets' batches are (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from contextadmin import selectors as definitions
 from runs import selectors
 from runs.auth import Caller, authenticate
+from runs.batching import event_ingest_grouped
 from runs.engine.format import ConfigError
 from runs.errors import (
     ApiError,
@@ -34,8 +35,9 @@ from runs.errors import (
     error_response,
     json_response,
 )
-from runs.services import ingest, lifecycle
-from runs.services.broadcast import broadcasts_collected, broadcasts_send
+from runs.json_input import json_decode
+from runs.models import ApiToken
+from runs.services import lifecycle
 from runs.services.tokens import token_check_workflow
 
 View = Callable[..., tuple[int, Any]]
@@ -91,37 +93,6 @@ def read_json_body(request: HttpRequest) -> dict[str, Any]:
     return data
 
 
-def json_decode(data: bytes | str, *, what: str) -> Any:
-    """Decode JSON a client sent as ``what`` (named in errors), refusing what cannot be stored.
-
-    orjson already refuses invalid UTF-8, lone surrogates, NaN and nesting beyond 1024 levels;
-    NUL characters (``\\u0000``) are refused here: PostgreSQL cannot store them in text or jsonb.
-    """
-    try:
-        decoded = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"{what}: not valid JSON ({exc})") from None
-    marker = "\\u0000" if isinstance(data, str) else b"\\u0000"
-    if marker in data and _has_nul(decoded):
-        raise BadRequest(f"{what}: contains a NUL character (\\u0000), which cannot be stored")
-    return decoded
-
-
-def _has_nul(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 def fields_check(body: dict[str, Any], *, allowed: set[str]) -> None:
     """Refuse a body with a field the endpoint does not know, naming it."""
     unknown = sorted(set(body) - allowed)
@@ -151,20 +122,23 @@ def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]
     return (201 if started.created else 200), {"run_id": run.pk, "state": state}
 
 
-@api_view(methods=("POST",))
-def events_post(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, dict[str, Any]]:
-    """Authenticate, decode and ingest one batch (in the request's thread: ``run_events``)."""
+def events_post_read(request: HttpRequest) -> tuple[ApiToken | None, Any]:
+    """Authenticate and decode one batch, in the request's thread (``run_events`` ingests it)."""
+    caller = authenticate(
+        authorization=request.headers.get("Authorization"),
+        user=getattr(request, "user", None),
+        session_allowed=False,
+    )
     body = read_json_body(request)
     fields_check(body, allowed={"events"})
     if "events" not in body:
         raise BadRequest("events: field required")
-    result = ingest.event_ingest(run_id=run_id, events=body["events"], token=caller.token)
-    return 200, {"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks}
+    return caller.token, body["events"]
 
 
 # Thread-sensitive, as Django runs sync views: the request's own worker thread (and its
 # database connection, closed at the request's end as for any view).
-_events_post_in_thread = sync_to_async(events_post)
+_events_post_read_in_thread = sync_to_async(events_post_read)
 
 
 @csrf_exempt
@@ -172,17 +146,21 @@ async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     """POST /api/runs/<run_id>/events/ — append a batch of events (idempotent by seq);
     GET — the stored events (``events_get``).
 
-    One hop into the request's worker thread for the whole synchronous part; what it committed
-    is broadcast from the event loop before the answer (no hop back from the thread to send it).
+    A POST joins this process's group commit, like the ingest sockets' batches: the batches of
+    many runtimes that arrive while one commit runs share the next transaction (each still all
+    or nothing, with the same acknowledgement), and what it committed is broadcast from the
+    event loop before the answer.
     """
     if request.method in ("GET", "HEAD"):
         return await _events_get_in_thread(request, run_id)
     if request.method != "POST":
         return error_response(MethodNotAllowed(str(request.method), ("GET", "HEAD", "POST")))
-    with broadcasts_collected() as sends:
-        response: HttpResponse = await _events_post_in_thread(request, run_id)
-    await broadcasts_send(sends)
-    return response
+    try:
+        token, events = await _events_post_read_in_thread(request)
+        result = await event_ingest_grouped(run_id=run_id, events=events, token=token)
+    except ApiError as exc:
+        return error_response(exc)
+    return json_response({"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks})
 
 
 # -- the run's log: paginated JSON, or the whole run as JSONL (the run page's download) ---------

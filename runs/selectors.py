@@ -79,9 +79,11 @@ class StateAt:
         return {
             "seq": self.seq,
             "workflow_version": run.workflow_version,  # the version the run pinned
-            "state": {k: self.state[k] for k in NAMESPACES},
+            # agent and world: {} in a state stored before seed 004's namespaces
+            "state": {k: self.state.get(k, {}) for k in NAMESPACES},
             "provenance": run.provenance,
             "flips": self.state.get("flips", []),
+            "writes": self.state.get("writes", {}),  # agent/world path -> tool, field, seq
             "handoffs": handoffs_now(run_config(run), self.state["context"]),
         }
 
@@ -145,17 +147,18 @@ def event_message(
     handoffs: list[dict[str, Any]],
 ) -> str:
     """The inspector's wire message for one stored event (live and catch-up alike)."""
-    return json_text(
-        {
-            "type": "event",
-            "seq": seq,
-            "event": event,
-            "agent": event_sender(event),
-            "flips": result.get("flips", []),
-            "changes": result.get("changes", {}),
-            "handoffs": handoffs,
-        }
-    )
+    message = {
+        "type": "event",
+        "seq": seq,
+        "event": event,
+        "agent": event_sender(event),
+        "flips": result.get("flips", []),
+        "changes": result.get("changes", {}),
+        "handoffs": handoffs,
+    }
+    if "outputs" in result:  # a mapped tool's response: what each output mapping wrote
+        message["outputs"] = result["outputs"]
+    return json_text(message)
 
 
 def run_event_messages(

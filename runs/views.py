@@ -26,7 +26,13 @@ from runs.engine import (
     resolve,
     resolve_system_message,
 )
-from runs.engine.format import CATEGORIES, ENVIRONMENTS, ConfigError, ContextVariablesFile
+from runs.engine.format import (
+    CATEGORIES,
+    ENVIRONMENTS,
+    OUTPUT_NAMESPACES,
+    ConfigError,
+    ContextVariablesFile,
+)
 from runs.engine.loader import BASE_FLAGS, NO_MONGO_REASON
 from runs.engine.mongo import database_source
 from runs.engine.state import NAMESPACES
@@ -54,6 +60,7 @@ SYNTAXES = ("auto", "ref", "system")
 INSPECTOR_CONSTANTS = {
     "categories": CATEGORY_ORDER,
     "namespaces": NAMESPACES,
+    "output_namespaces": OUTPUT_NAMESPACES,  # seed 004's agent and world: their own panel
     "environments": ENVIRONMENTS,
     "event_types": EVENT_TYPES,
     "base_flags": BASE_FLAGS,  # name -> environment variable: every run's, declared or not
@@ -179,6 +186,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "variables": _variables_meta(definitions),
         # the rules as pinned at start: the graph's edges; their readiness comes with the state
         "handoffs": definitions.get("handoffs", []),
+        # seed 004's output mappings as pinned: the Agent and world panel (none: no panel)
+        "outputs": definitions.get("outputs", []),
         "warnings": run.warnings,
         "stream_after": max(0, run.last_seq - STREAM_WINDOW),
         "constants": INSPECTOR_CONSTANTS,
@@ -246,8 +255,10 @@ def run_resolve(request: HttpRequest, run_id: str) -> dict[str, Any]:
         syntax = "ref" if "{{" in template else "system"
     at = selectors.run_state_at(run=run, seq=seq)
     context, nodes = at.state["context"], at.state["nodes"]
-    if syntax == "ref":
-        resolution = resolve(template, variables=context, node_outputs=nodes)
+    if syntax == "ref":  # {{agent.…}} and {{world.…}} read seed 004's namespaces
+        namespaces = {name: at.state.get(name, {}) for name in OUTPUT_NAMESPACES}
+        resolution = resolve(template, variables=context, node_outputs=nodes,
+                             namespaces=namespaces)
     else:
         resolution = resolve_system_message(template, context)
     return {

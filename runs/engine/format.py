@@ -46,8 +46,11 @@ __all__ = [
     "ENV_VALUE_MAX_CHARS",
     "JSON_MAX_DEPTH",
     "MAX_CONDITION_LENGTH",
+    "MAX_OUTPUTS",
     "NODE_DATA_MAX_BYTES",
     "NODE_TEXT_MAX_CHARS",
+    "OUTPUT_NAMESPACES",
+    "OUTPUT_VALUE_MAX_BYTES",
     "PATH_MAX_EDGES",
     "REDACTED_MARKER",
     "RESERVED_NAMES",
@@ -60,6 +63,9 @@ __all__ = [
     "SERVER_ENV_REASON",
     "SERVER_ENV_VARS",
     "STATE_MAX_NODES",
+    "STATE_NAMESPACES",
+    "STATE_PATH_MAX_CHARS",
+    "STATE_PATH_MAX_KEYS",
     "AgentTextTrigger",
     "AgentTurnCountTrigger",
     "ConditionError",
@@ -74,6 +80,7 @@ __all__ = [
     "EnvironmentSource",
     "EnvironmentVariable",
     "Handoff",
+    "OutputMapping",
     "ParsedConfig",
     "TextMatch",
     "ToolResponseTrigger",
@@ -91,6 +98,7 @@ __all__ = [
     "json_value_problem",
     "parse_config",
     "run_id_valid",
+    "state_path_problem",
     "text_problem",
     "value_matches_type",
     "with_article",
@@ -143,6 +151,14 @@ NODE_TEXT_MAX_CHARS = 1_000  # an agent's last text kept in nodes; longer: a pre
 NODE_DATA_MAX_BYTES = 2_000  # a tool's last response (as JSON); larger: a preview this long
 STATE_MAX_NODES = 500  # distinct agents and tools a run's state tracks (nodes, visited agents)
 PATH_MAX_EDGES = 1_000  # hand-off edges kept in execution.path (the latest; each has its seq)
+# Seed 004's namespaces of a run's state; an output mapping writes the last two (docs/format.md
+# "outputs"), and no variable, agent or tool takes their names ({{agent.…}} reads the state).
+STATE_NAMESPACES: tuple[str, ...] = ("context", "nodes", "execution", "agent", "world")
+OUTPUT_NAMESPACES: tuple[str, ...] = ("agent", "world")
+MAX_OUTPUTS = 200  # output mappings of one workflow (each writes one distinct path)
+STATE_PATH_MAX_CHARS = 200  # an output mapping's target path, namespace included
+STATE_PATH_MAX_KEYS = 16  # keys after the namespace
+OUTPUT_VALUE_MAX_BYTES = 2_000  # a mapped value (as JSON) kept in the state; larger: not written
 ENV_VALUE_MAX_CHARS = 1_000  # seed 000: env vars are "small booleans or short scalars"
 ENV_NUMBER_MAX_CHARS = 100  # an integer/number literal longer than this is not a flag value
 
@@ -633,6 +649,69 @@ class Handoff(_Model):
     description: Description = ""
 
 
+# -- seed 004's output mappings ----------------------------------------------------------------
+_STATE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+STATE_PATH_PATTERN = (
+    rf"^(?:{'|'.join(OUTPUT_NAMESPACES)})(?:\.[A-Za-z_][A-Za-z0-9_]*){{1,{STATE_PATH_MAX_KEYS}}}$"
+)
+
+
+def state_path_problem(path: Any) -> str | None:
+    """Say why an output mapping may not write ``path`` (None when it may), variables aside.
+
+    A target is ``agent.key[.key...]`` or ``world.key[.key...]``: seed 004's namespaces a
+    workflow writes (``context``, ``nodes`` and ``execution`` the run writes itself); keys are
+    letters, digits and ``_``, not starting with a digit (never a list index).
+    """
+    if not isinstance(path, str):
+        return "must be a path like agent.intermediate.keywords"
+    if len(path) > STATE_PATH_MAX_CHARS:
+        return f"at most {STATE_PATH_MAX_CHARS} characters"
+    head, _, rest = path.partition(".")
+    writable = " or ".join(f"{name}.…" for name in OUTPUT_NAMESPACES)
+    if head not in OUTPUT_NAMESPACES:
+        if head in STATE_NAMESPACES:
+            return f"{head} is a namespace the run writes itself: a mapping writes {writable}"
+        return f"{path[:40]!r} is not in a namespace a mapping writes: use {writable}"
+    keys = rest.split(".") if rest else []
+    if not keys:
+        return f"name a key inside {head}: {head}.key[.key...]"
+    if len(keys) > STATE_PATH_MAX_KEYS:
+        return f"at most {STATE_PATH_MAX_KEYS} keys after {head}"
+    for key in keys:
+        if not _STATE_KEY.fullmatch(key):
+            return (
+                f"{key[:40]!r} is not a key: letters, digits and _, not starting with a digit"
+            )
+    return None
+
+
+def _trimmed(value: str) -> str:
+    if value != value.strip():
+        raise ValueError("no spaces before or after the name")
+    return value
+
+
+class OutputMapping(_Model):
+    """Seed 004's ``from_llm`` for a tool: ``data[field]`` of its response is written to ``to``."""
+
+    tool: Annotated[
+        Identifier, AfterValidator(_trimmed), Field(description="the tool whose response is read")
+    ]
+    field: Annotated[
+        Identifier, AfterValidator(_trimmed), Field(description="the key of the response's data")
+    ]
+    to: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=STATE_PATH_MAX_CHARS,
+            json_schema_extra={"pattern": STATE_PATH_PATTERN},
+            description="agent.key[.key...] or world.key[.key...]: where the value is written",
+        ),
+    ]
+
+
 # -- the file ---------------------------------------------------------------------------------
 class ContextVariables(_Model):
     database_name: Identifier | None = None
@@ -660,6 +739,7 @@ class ContextVariablesFile(_Model):
 
     context_variables: ContextVariables = ContextVariables()
     handoffs: Annotated[list[Handoff], Field(max_length=MAX_HANDOFFS)] = []
+    outputs: Annotated[list[OutputMapping], Field(max_length=MAX_OUTPUTS)] = []
 
     def variables(self) -> Iterator[tuple[str, int, AnyVariable]]:
         """Yield (category, index, variable) in canonical order."""
@@ -685,8 +765,8 @@ class ContextVariablesFile(_Model):
         return agents
 
     def tool_names(self) -> set[str]:
-        """Tools named by triggers (seed 002: tools are nodes too, ``{{save_plan.n}}``)."""
-        tools: set[str] = set()
+        """Tools named by triggers and output mappings (seed 002: tools are nodes too)."""
+        tools: set[str] = {output.tool for output in self.outputs}
         for derived in self.context_variables.derived_variables:
             for trigger in derived.triggers:
                 tool = getattr(trigger, "tool", None)
@@ -930,6 +1010,8 @@ def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
                 f"{variable.name} is also {with_article(node)} name: variables and nodes "
                 "(agents, tools) must not collide",
             ))
+        if variable.name in OUTPUT_NAMESPACES:
+            issues.append(ConfigIssue(loc, _namespace_taken(variable.name, "a variable")))
         if variable.name in BASE_FLAGS and category != "environment":
             issues.append(ConfigIssue(
                 loc,
@@ -952,6 +1034,90 @@ def config_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
     for index, handoff in enumerate(config.handoffs):
         for message in condition_problems(handoff.condition, categories):
             issues.append(ConfigIssue(("handoffs", index, "condition"), message))
+    issues.extend(_node_namespace_problems(config))
+    issues.extend(_outputs_problems(config.outputs, categories))
+    return issues
+
+
+def _namespace_taken(name: str, what: str) -> str:
+    return (
+        f"{name} is a namespace of the run's state (seed 004: {{{{{name}.…}}}} reads it): "
+        f"{what} may not take its name"
+    )
+
+
+def _node_namespace_problems(config: ContextVariablesFile) -> list[ConfigIssue]:
+    """An agent or tool named ``agent`` or ``world`` would shadow (or be shadowed by) the
+    namespace in every ``{{agent.…}}`` template: refused where it is named."""
+    named: list[tuple[tuple[str | int, ...], str, str]] = []
+    section = config.context_variables
+    for index, derived in enumerate(section.derived_variables):
+        for position, trigger in enumerate(derived.triggers):
+            loc = ("context_variables", "derived_variables", index, "triggers", position)
+            if isinstance(trigger, ToolResponseTrigger):
+                named.append(((*loc, "tool"), trigger.tool, "a tool"))
+            else:
+                named.append(((*loc, "agent"), trigger.agent, "an agent"))
+    for index, handoff in enumerate(config.handoffs):
+        named.append((("handoffs", index, "source_agent"), handoff.source_agent, "an agent"))
+        named.append((("handoffs", index, "target_agent"), handoff.target_agent, "an agent"))
+    for index, output in enumerate(config.outputs):
+        named.append((("outputs", index, "tool"), output.tool, "a tool"))
+    return [
+        ConfigIssue(loc, _namespace_taken(name, what))
+        for loc, name, what in named
+        if name in OUTPUT_NAMESPACES
+    ]
+
+
+def _outputs_problems(
+    outputs: list[OutputMapping], categories: Mapping[str, str]
+) -> list[ConfigIssue]:
+    """Each target a writable path, not a variable, written by one mapping, never inside
+    another's (a path holds a value or keys, not both). Linear: each path's prefixes once."""
+    issues: list[ConfigIssue] = []
+    written: dict[str, int] = {}  # target -> mapping index
+    prefixes: dict[str, int] = {}  # every proper prefix of a target -> a mapping writing below
+    for index, output in enumerate(outputs):
+        loc: tuple[str | int, ...] = ("outputs", index, "to")
+        to = output.to
+        bare = to.removeprefix("context.")
+        if bare in categories:
+            writable = " or ".join(f"{name}.…" for name in OUTPUT_NAMESPACES)
+            issues.append(ConfigIssue(loc, (
+                f"{to} names {categories[bare]} variable {bare}: a mapping writes {writable}, "
+                "never a context variable (those change by context_set only)"
+            )))
+            continue
+        problem = state_path_problem(to)
+        if problem:
+            issues.append(ConfigIssue(loc, problem))
+            continue
+        if to in written:
+            issues.append(ConfigIssue(
+                loc, f"{to} is already written by outputs[{written[to]}]: one mapping per path"
+            ))
+            continue
+        parts = to.split(".")
+        above = next(
+            (".".join(parts[:n]) for n in range(2, len(parts)) if ".".join(parts[:n]) in written),
+            None,
+        )
+        if above is not None:
+            issues.append(ConfigIssue(loc, (
+                f"{to} is inside {above}, which outputs[{written[above]}] writes: "
+                "a path holds a value or keys, not both"
+            )))
+            continue
+        if to in prefixes:
+            issues.append(ConfigIssue(loc, (
+                f"{to} holds the path outputs[{prefixes[to]}] writes: a path holds a value "
+                "or keys, not both"
+            )))
+            continue
+        written[to] = index
+        for n in range(2, len(parts)):
+            prefixes.setdefault(".".join(parts[:n]), index)
     return issues
 
 
@@ -980,6 +1146,8 @@ def config_export_dict(config: ContextVariablesFile, *, production: bool = False
         handoffs = [h for h in handoffs if not suppressed & set(condition_names(h.condition))]
     if handoffs:
         document["handoffs"] = [h.model_dump(mode="json") for h in handoffs]
+    if config.outputs:  # absent when empty, so files without mappings export as before
+        document["outputs"] = [output.model_dump(mode="json") for output in config.outputs]
     return document
 
 

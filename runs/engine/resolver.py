@@ -5,6 +5,11 @@ over a node of the same name; ``{{node}}`` is the node's whole output as JSON; a
 (list indices allowed); anything not found stays as written and is listed in ``unresolved``.
 Rendering: strings verbatim, every other value as compact JSON (``true``, ``25``, ``{"a":1}``).
 
+Seed 004's namespaces: given ``namespaces`` (a run's ``{"agent": {...}, "world": {...}}``;
+``RunState.resolve`` passes its own), ``{{agent.…}}`` and ``{{world.…}}`` read them, before any
+variable or node (no variable, agent or tool may take those names: ``format.py``). Without
+``namespaces`` they resolve as before.
+
 Hostile input costs linear time and never overflows the stack: references are found by a
 scanner (no backtracking pattern), a value nested deeper than ``JSON_MAX_DEPTH`` is never
 rendered (the reference stays unresolved), and ``resolve_json`` refuses a deeper tree with
@@ -20,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ConfigInput, load_config
-from .format import BASE_FLAGS, JSON_MAX_DEPTH, RESERVED_NAMES, json_nesting_exceeds
+from .format import (
+    BASE_FLAGS,
+    JSON_MAX_DEPTH,
+    OUTPUT_NAMESPACES,
+    RESERVED_NAMES,
+    STATE_PATH_MAX_KEYS,
+    json_nesting_exceeds,
+)
 from .paths import drill
 
 __all__ = [
@@ -82,10 +94,17 @@ def _render(value: Any) -> str | None:
 
 
 def _lookup(
-    reference: str, variables: Mapping[str, Any], node_outputs: Mapping[str, Any]
+    reference: str,
+    variables: Mapping[str, Any],
+    node_outputs: Mapping[str, Any],
+    namespaces: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """The rendered value of a reference (seed 002: globals first, then nodes), or None."""
+    """The rendered value of a reference (seed 004's namespaces when given, then seed 002:
+    globals first, then nodes), or None."""
     name, *path = reference.split(".")
+    if namespaces is not None and name in OUTPUT_NAMESPACES:
+        found, value = drill(namespaces.get(name) or {}, path)
+        return (_render(value) if path else _render_json(value)) if found else None
     if name in variables:
         found, value = drill(variables[name], path)
         return _render(value) if found else None
@@ -127,11 +146,12 @@ def _resolve_into(
     variables: Mapping[str, Any],
     node_outputs: Mapping[str, Any],
     unresolved: dict[str, None],
+    namespaces: Mapping[str, Any] | None = None,
 ) -> str:
     pieces: list[str] = []
     done = 0
     for start, end, reference in _scan(template):
-        text = _lookup(reference, variables, node_outputs)
+        text = _lookup(reference, variables, node_outputs, namespaces)
         if text is None:
             unresolved[reference] = None
             continue
@@ -145,16 +165,25 @@ def _resolve_into(
 
 
 def resolve(
-    template: str, *, variables: Mapping[str, Any], node_outputs: Mapping[str, Any]
+    template: str,
+    *,
+    variables: Mapping[str, Any],
+    node_outputs: Mapping[str, Any],
+    namespaces: Mapping[str, Any] | None = None,
 ) -> Resolution:
-    """Resolve every ``{{reference}}`` in a string (seed 002 "Resolution Algorithm")."""
+    """Resolve every ``{{reference}}`` in a string (seed 002 "Resolution Algorithm"); with a
+    run's ``namespaces``, ``{{agent.…}}`` and ``{{world.…}}`` too (seed 004)."""
     unresolved: dict[str, None] = {}  # ordered set: first appearance, no repeats
-    text = _resolve_into(template, variables, node_outputs, unresolved)
+    text = _resolve_into(template, variables, node_outputs, unresolved, namespaces)
     return Resolution(text, list(unresolved))
 
 
 def resolve_json(
-    obj: Any, *, variables: Mapping[str, Any], node_outputs: Mapping[str, Any]
+    obj: Any,
+    *,
+    variables: Mapping[str, Any],
+    node_outputs: Mapping[str, Any],
+    namespaces: Mapping[str, Any] | None = None,
 ) -> Resolution:
     """Resolve every string inside a JSON tree (tool bodies, headers); keys stay as they are.
 
@@ -167,7 +196,7 @@ def resolve_json(
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
-            return _resolve_into(value, variables, node_outputs, unresolved)
+            return _resolve_into(value, variables, node_outputs, unresolved, namespaces)
         if isinstance(value, list | tuple):
             return [walk(item) for item in value]
         if isinstance(value, Mapping):
@@ -242,12 +271,19 @@ def lint_templates(
     *,
     nodes: Iterable[str] = (),
 ) -> list[LintIssue]:
-    """List every reference no declared variable, base name or known node can satisfy.
+    """List every reference no declared variable, base name, known node or output mapping can
+    satisfy (``{{agent.x.y}}`` needs a mapping writing ``agent.x.y``, a path above it, or below).
 
     ``templates`` maps a location (``"InterviewAgent.prompt"``) to a string or JSON template,
     or is a plain list of them (locations ``[0]``, ``[1]``...).
     """
-    known = set(load_config(config).config.categories()) | RESERVED_NAMES | set(BASE_FLAGS)
+    parsed = load_config(config).config
+    known = set(parsed.categories()) | RESERVED_NAMES | set(BASE_FLAGS)
+    written = {output.to for output in parsed.outputs}
+    above_written = {  # every path with a mapped path below it (agent, agent.intermediate...)
+        ".".join(parts[:n]) for parts in (to.split(".") for to in written)
+        for n in range(1, len(parts))
+    }
     node_names = set(nodes)
     if isinstance(templates, str):
         items: Iterable[tuple[str, Any]] = [("template", templates)]
@@ -260,7 +296,19 @@ def lint_templates(
         seen: set[str] = set()
         for reference in template_references(template):
             name = reference.split(".")[0]
-            if name in known or name in node_names or reference in seen:
+            if reference in seen:
+                continue
+            if name in OUTPUT_NAMESPACES:
+                if _mapped(reference, written, above_written):
+                    continue
+                seen.add(reference)
+                issues.append(LintIssue(
+                    str(location),
+                    reference,
+                    f"{{{{{reference}}}}}: no output mapping writes {reference}",
+                ))
+                continue
+            if name in known or name in node_names:
                 continue
             seen.add(reference)
             issues.append(
@@ -271,3 +319,11 @@ def lint_templates(
                 )
             )
     return issues
+
+
+def _mapped(reference: str, written: set[str], above_written: set[str]) -> bool:
+    """Whether an output mapping writes ``reference``, a path above it, or a path below it."""
+    if reference in above_written:
+        return True
+    parts = reference.split(".", STATE_PATH_MAX_KEYS + 1)  # no mapped path is longer
+    return any(".".join(parts[:n]) in written for n in range(2, len(parts) + 1))

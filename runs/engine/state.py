@@ -1,10 +1,13 @@
 """A run's state as a pure fold over its event log (seed 004 namespaces, DESIGN.md §4 and §6).
 
-Three namespaces addressed by dot paths: ``context`` (the variables), ``nodes`` (each agent's
-last text and each tool's last response, for ``{{node.field}}`` templates) and ``execution``
-(status, current agent, visited agents, turn counts, the path of hand-off edges taken, last
-seq, and the run's ``environment``). No clock and no randomness: replaying a run's events
-rebuilds exactly the live state.
+Five namespaces addressed by dot paths (``STATE_NAMESPACES``): ``context`` (the variables),
+``nodes`` (each agent's last text and each tool's last response, for ``{{node.field}}``
+templates), ``execution`` (status, current agent, visited agents, turn counts, the path of
+hand-off edges taken, last seq, and the run's ``environment``), and seed 004's ``agent`` and
+``world``, written by the workflow's output mappings when a tool responds (``outputs.py``;
+``writes`` says which tool wrote each path, at which seq) and read by ``{{agent.…}}`` and
+``{{world.…}}`` templates (``RunState.resolve``). No clock and no randomness: replaying a run's
+events rebuilds exactly the live state.
 
 A run knows its environment (DESIGN.md §4): in production no environment variable or base flag
 is ever in its context, neither from the base context (dropped at construction) nor from a
@@ -45,6 +48,7 @@ from .format import (
     PATH_MAX_EDGES,
     RESERVED_NAMES,
     STATE_MAX_NODES,
+    STATE_NAMESPACES,
     ContextVariablesFile,
     credential_value_reason,
     json_type_name,
@@ -53,7 +57,9 @@ from .format import (
     with_article,
 )
 from .loader import Context, ContextError
+from .outputs import OutputWrite, outputs_apply, outputs_by_tool
 from .paths import drill
+from .resolver import Resolution, resolve
 
 __all__ = [
     "NAMESPACES",
@@ -70,7 +76,7 @@ __all__ = [
     "run_status_problem",
 ]
 
-NAMESPACES = ("context", "nodes", "execution")
+NAMESPACES = STATE_NAMESPACES
 
 # The run lifecycle: running <-> paused -> completed | failed | cancelled. A status may repeat
 # while the run lives (a no-op); an ended run has no way out.
@@ -134,18 +140,23 @@ def run_status_problem(current: str, new: str) -> str | None:
 
 @dataclass(frozen=True)
 class Applied:
-    """What one event did: its seq, the derived flips, and context changes name -> {old, new}."""
+    """What one event did: its seq, the derived flips, context changes name -> {old, new}, and
+    for a tool_response what each of its tool's output mappings wrote (or why not)."""
 
     seq: int
     flips: list[Flip] = field(default_factory=list)
     changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outputs: list[OutputWrite] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "seq": self.seq,
             "flips": [flip.as_dict() for flip in self.flips],
             "changes": copy.deepcopy(self.changes),
         }
+        if self.outputs:  # only events of a mapped tool carry the key
+            out["outputs"] = [write.as_dict() for write in self.outputs]
+        return out
 
 
 def _initial_execution(environment: str = "development") -> dict[str, Any]:
@@ -217,6 +228,7 @@ class RunState:
         self._derived = DerivedContextManager(self._config)
         self._categories = self._config.categories()
         self._derived_names = tuple(self._derived.defaults())
+        self._outputs = outputs_by_tool(self._config)
         self._before_flip: dict[str, Any] = {}
         values = base_context.values if isinstance(base_context, Context) else base_context
         problems = []
@@ -234,6 +246,9 @@ class RunState:
             self.context.setdefault(name, default)
         self.nodes: dict[str, Any] = {}
         self.execution: dict[str, Any] = _initial_execution(environment)
+        self.agent: dict[str, Any] = {}
+        self.world: dict[str, Any] = {}
+        self.writes: dict[str, dict[str, Any]] = {}  # agent/world path -> its latest write
         self.flips: list[dict[str, Any]] = []
 
     @property
@@ -356,6 +371,7 @@ class RunState:
         seq = self.last_seq + 1
         flips: list[Flip] = []
         changes: dict[str, dict[str, Any]] = {}
+        outputs: list[OutputWrite] = []
         type_ = event["type"]
         execution = self.execution
         if type_ == "agent_text":
@@ -371,6 +387,10 @@ class RunState:
         elif type_ == "tool_response":
             self.nodes[event["tool"]] = node_output(event, seq)
             flips = self._observe(event, execution["turn_counts"])
+            outputs = outputs_apply(
+                self._outputs.get(event["tool"], ()), event, seq=seq, get=self.get,
+                put=self.set, writes=self.writes,
+            )
         elif type_ == "context_set":
             name, new = event["name"], copy.deepcopy(event["value"])
             old = self.context.get(name)
@@ -393,7 +413,17 @@ class RunState:
         for flip in flips:
             self.flips.append({**flip.as_dict(), "seq": seq})
             changes[flip.name] = {"old": self._before_flip.get(flip.name), "new": flip.value}
-        return Applied(seq, flips, changes)
+        return Applied(seq, flips, changes, outputs)
+
+    def resolve(self, template: str) -> Resolution:
+        """Resolve ``{{ref}}`` templates against this state: variables, nodes (seed 002), and
+        ``{{agent.…}}``/``{{world.…}}`` from the namespaces (seed 004)."""
+        return resolve(
+            template,
+            variables=self.context,
+            node_outputs=self.nodes,
+            namespaces={"agent": self.agent, "world": self.world},
+        )
 
     def _observe(self, event: Mapping[str, Any], turn_counts: Mapping[str, int]) -> list[Flip]:
         # Only derived variables can flip: remember just their values, not the whole context.
@@ -402,13 +432,16 @@ class RunState:
 
     # -- snapshots ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe snapshot ``{"context", "nodes", "execution", "flips"}``."""
+        """Return a JSON-safe snapshot: the namespaces, ``flips`` and ``writes``."""
         return copy.deepcopy(
             {
                 "context": self.context,
                 "nodes": self.nodes,
                 "execution": self.execution,
+                "agent": self.agent,
+                "world": self.world,
                 "flips": self.flips,
+                "writes": self.writes,
             }
         )
 
@@ -435,6 +468,9 @@ class RunState:
             **copy.deepcopy(execution),
             "environment": environment,
         }
+        state.agent = copy.deepcopy(dict(data.get("agent") or {}))
+        state.world = copy.deepcopy(dict(data.get("world") or {}))
+        state.writes = copy.deepcopy(dict(data.get("writes") or {}))
         state.flips = copy.deepcopy(list(data.get("flips") or []))
         return state
 

@@ -333,6 +333,8 @@ def _event_apply(
     seq = applied.seq
     flips = [{**flip.as_dict(), "seq": seq} for flip in applied.flips]
     outcome = {"flips": flips, "changes": applied.changes}
+    if applied.outputs:  # seed 004: what each output mapping of this tool wrote, or why not
+        outcome["outputs"] = [write.as_dict() for write in applied.outputs]
     batch.events.append(
         RunEvent(
             run=run,

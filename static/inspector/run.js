@@ -6,6 +6,7 @@ import { renderContext } from "./context.js";
 import { debounce, el, getJSON, jsonScript, replace, setText } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
+import { renderNamespaces, writeAt } from "./namespaces.js";
 import { isStale, lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
 import { LiveSocket, showStatus } from "./socket.js";
 import { EventStream, senderOf } from "./stream.js";
@@ -17,6 +18,7 @@ const root = document.getElementById("inspector");
 const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
 const page = jsonScript("page-data");
 const { categories, namespaces, event_types: eventTypes, base_flags: baseFlags } = page.constants;
+const outputNamespaces = page.constants.output_namespaces || [];
 const $ = (id) => document.getElementById(id);
 
 const model = {
@@ -30,6 +32,9 @@ const model = {
   changed: new Set(),
   revision: 0, // bumped when the context, its provenance, flips or sets change (redraw the table)
   execution: {}, // state.execution: current_agent, visited_agents, path (the agents graph)
+  spaces: {}, // seed 004's namespaces: { agent: {...}, world: {...} }
+  writes: {}, // the server's writes: agent/world path -> { tool, field, seq }
+  spacesRevision: 0, // bumped when a namespace changes
   readiness: null, // the server's hand-off readiness (null: not sent, rules shown without status)
   run: { ...page.run }, // the lifecycle: started_at, ended_at, last_event_at, ended_by
 };
@@ -75,7 +80,8 @@ function describeFlip(flip) {
 function shown() {
   if (view.live) {
     return { seq: model.lastSeq, context: model.context, provenance: model.provenance, flips: model.flips,
-      sets: model.sets, execution: model.execution, readiness: model.readiness };
+      sets: model.sets, execution: model.execution, readiness: model.readiness,
+      spaces: model.spaces, writes: model.writes };
   }
   return { seq: view.seq, ...view.state, sets: model.sets.filter((set) => set.seq <= view.seq) };
 }
@@ -86,6 +92,7 @@ let graphDrawn = null; // what the agents graph shows now, to skip redrawing an 
 // the same for the context table and the hand-offs: most events of a fast run change neither
 let contextDrawn = null;
 let handoffsDrawn = null;
+let spacesDrawn = null;
 // Coalesced: the panels redraw at most every RENDER_EVERY_MS, so a fast run (1,000 events/s)
 // costs a few redraws a second, not one per frame; the event list appends once a frame.
 const RENDER_EVERY_MS = 250;
@@ -136,6 +143,14 @@ function render() {
     ],
   }));
   renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
+  const spacesKey = view.live ? `live ${model.spacesRevision}` : `at ${viewRevision}`;
+  if (spacesKey !== spacesDrawn && $("namespaces")) { // the panel: only for a workflow with mappings
+    spacesDrawn = spacesKey;
+    renderNamespaces($("namespaces"), {
+      state: current.spaces || {}, writes: current.writes || {}, namespaces: outputNamespaces,
+      mappings: page.outputs, onJump: jump,
+    });
+  }
   const handoffsKey = JSON.stringify(current.readiness);
   if (handoffsKey !== handoffsDrawn) {
     handoffsDrawn = handoffsKey;
@@ -192,6 +207,9 @@ function onSnapshot(message) {
   model.status = message.state.execution.status;
   model.execution = message.state.execution;
   model.readiness = message.handoffs ?? null;
+  model.spaces = Object.fromEntries(outputNamespaces.map((name) => [name, message.state[name] || {}]));
+  model.writes = message.writes || {};
+  model.spacesRevision += 1;
   schedule();
   restoreOnce();
 }
@@ -253,6 +271,12 @@ function onEvent(message) {
     model.run.ended_by = message.event.status === "failed" ? "crash"
       : message.event.status === "running" ? null : message.event.status;
   }
+  for (const write of message.outputs || []) { // what the tool's output mappings wrote
+    if (!write.written) continue;
+    writeAt(model.spaces, write.to, write.new);
+    model.writes[write.to] = { tool: write.tool, field: write.field, seq: message.seq };
+    model.spacesRevision += 1;
+  }
   model.readiness = message.handoffs ?? null;
   followAgents(message);
   stream.add(message);
@@ -300,6 +324,8 @@ async function travelTo(seq) {
       state: {
         context: data.state.context, provenance: data.provenance, flips: data.flips,
         execution: data.state.execution, readiness: data.handoffs ?? null,
+        spaces: Object.fromEntries(outputNamespaces.map((name) => [name, data.state[name] || {}])),
+        writes: data.writes || {},
       },
     });
     replace($("travel-note"), `Showing the state after event #${data.seq} of ${model.lastSeq}. The event stream stays live. `,

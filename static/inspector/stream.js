@@ -149,6 +149,11 @@ export class EventStream {
     this.addOption(this.typeSelect, this.types, event.type);
     const flips = (message.flips || []).map((flip) =>
       el("span", { class: "chip chip-true" }, `⚑ ${flip.name} → ${JSON.stringify(flip.value)}`));
+    for (const write of message.outputs || []) { // seed 004: what the tool's output mappings did
+      flips.push(write.written
+        ? el("span", { class: "chip chip-value" }, `${write.to} ← data.${write.field}`)
+        : el("span", { class: "chip chip-false", title: write.reason }, `${write.to} not written`));
+    }
     const row = el("li", { id: `event-${seq}`, class: ["ev", `ev-${event.type}`, seq === this.selected && "target"], dataset: { seq: String(seq), agent: who, type: event.type } },
       el("a", { class: "ev-seq", href: `#event-${seq}` }, `#${seq}`),
       el("span", { class: "ev-type" }, event.type),

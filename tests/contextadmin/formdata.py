@@ -107,6 +107,7 @@ def new_workflow_data(name: str, **fields: Any) -> dict[str, Any]:
         "environment_variables",
         "derived_variables",
         "handoffs",
+        "outputs",
     ):
         empty_formset(data, prefix)
     return data

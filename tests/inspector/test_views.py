@@ -271,7 +271,8 @@ def page_data(response) -> dict:
     ("key", "expected"),
     [
         ("categories", ["base", "declarative", "database", "environment", "derived", "supplied"]),
-        ("namespaces", ["context", "nodes", "execution"]),
+        ("namespaces", ["context", "nodes", "execution", "agent", "world"]),
+        ("output_namespaces", ["agent", "world"]),
         ("environments", ["development", "production"]),
         ("event_types", ["agent_text", "tool_response", "context_set", "run_status", "handoff"]),
         ("base_flags", {"context_aware": "CONTEXT_AWARE",
@@ -280,7 +281,7 @@ def page_data(response) -> dict:
 )
 def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expected):
     from runs.engine import EVENT_TYPES
-    from runs.engine.format import CATEGORIES, ENVIRONMENTS
+    from runs.engine.format import CATEGORIES, ENVIRONMENTS, OUTPUT_NAMESPACES
     from runs.engine.loader import BASE_FLAGS
     from runs.engine.state import NAMESPACES
 
@@ -288,6 +289,7 @@ def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expec
         "base_flags": dict(BASE_FLAGS),
         "categories": ["base", *CATEGORIES, "supplied"],
         "namespaces": list(NAMESPACES),
+        "output_namespaces": list(OUTPUT_NAMESPACES),
         "environments": list(ENVIRONMENTS),
         "event_types": list(EVENT_TYPES),
     }

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from runs.engine.state import NAMESPACES
 from tests.reliability.helpers import (
     Inspector,
     RecordingReporter,
@@ -104,7 +105,7 @@ def test_kill_9_mid_stream_keeps_every_acknowledged_event_exactly_once(sqlite_st
             "GET", f"{second.url}/api/runs/{run_id}/state/", token=stack.secret
         )
         assert status == 200 and latest["seq"] == EVENTS
-        assert latest["state"] == {k: log["live"][k] for k in ("context", "nodes", "execution")}
+        assert latest["state"] == {k: log["live"][k] for k in NAMESPACES}
         assert inspector.context == latest["state"]["context"]
         for seq in sorted(sample):
             status, body = http_json(

@@ -13,7 +13,7 @@ __all__ = ["Api", "demo_config", "demo_events"]
 
 
 @pytest.fixture
-def generator(db):
+def generator(transactional_db):
     from contextadmin.models import Workflow
     from contextadmin.services import workflow_import
 

@@ -263,7 +263,7 @@ async def test_an_unexpected_failure_is_a_json_500_logged_with_its_traceback(mon
     def fail(**kwargs: Any) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(ingest, "event_ingest", fail)
+    monkeypatch.setattr(ingest, "events_ingest_many", fail)  # what the group commit calls
     response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
     assert response["status"] == 500
     assert "retry" in json.loads(response["body"])["error"]

@@ -35,7 +35,7 @@ def _fresh_limits():
 
 
 @pytest.fixture
-def generator(db):
+def generator(transactional_db):
     from contextadmin.models import Workflow
     from contextadmin.services import workflow_import
 

@@ -475,6 +475,7 @@ def test_the_inspector_builds_the_dom_with_text_only():
 
 
 # -- secrets in logs -------------------------------------------------------------------------------
+@pytest.mark.django_db(transaction=True)  # events commit in the group commit's own thread
 def test_no_secret_reaches_the_logs(site, client, caplog, settings, monkeypatch):
     settings.DEBUG = True  # Django logs every SQL query with its parameters
     settings.CONTEXT_VERBOSE_DEBUG = True

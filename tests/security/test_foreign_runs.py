@@ -56,7 +56,7 @@ HTTP_CASES = [  # (name, method, path with {run}, body)
 ]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("name", "method", "path", "body"), HTTP_CASES,
                          ids=[case[0] for case in HTTP_CASES])
 def test_a_foreign_run_answers_exactly_as_an_unknown_one(name, method, path, body):

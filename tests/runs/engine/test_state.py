@@ -68,7 +68,10 @@ def test_initial_state() -> None:
             "last_seq": 0,
             "environment": "development",
         },
+        "agent": {},
+        "world": {},
         "flips": [],
+        "writes": {},
     }
 
 
@@ -94,7 +97,9 @@ def test_base_context_may_be_a_loader_context_and_keeps_its_derived_values() -> 
         ),
         pytest.param("nodes.save_plan.items.5", "DEFAULT", id="out-of-range"),
         pytest.param("nodes.nobody.text", "DEFAULT", id="missing"),
-        pytest.param("agent.plan", "DEFAULT", id="unknown-namespace"),
+        pytest.param("temp.plan", "DEFAULT", id="unknown-namespace"),
+        pytest.param("agent.plan", "DEFAULT", id="agent-namespace-empty"),
+        pytest.param("world", {}, id="whole-world-namespace"),
         pytest.param("context.enterprise_id.x", "DEFAULT", id="into-a-string"),
     ],
 )
@@ -119,6 +124,12 @@ def test_get_whole_namespace() -> None:
         pytest.param(
             "execution.visited_agents.0", "Z", "execution.visited_agents", ["Z"], id="list-index"
         ),
+        pytest.param(
+            "agent.plan.initial_objective", "find X", "agent", {"plan": {"initial_objective":
+                                                                         "find X"}},
+            id="seed-004-agent",
+        ),
+        pytest.param("world.time.current", 5, "world.time", {"current": 5}, id="seed-004-world"),
     ],
 )
 def test_set(path: str, value: Any, check: str, expected: Any) -> None:
@@ -130,7 +141,8 @@ def test_set(path: str, value: Any, check: str, expected: Any) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["context", "agent.x", "context..x", "execution.visited_agents.3", "context.enterprise_id.x"],
+    ["context", "agent", "temp.x", "context..x", "execution.visited_agents.3",
+     "context.enterprise_id.x"],
 )
 def test_set_refuses_bad_paths(path: str) -> None:
     with pytest.raises(KeyError):
