@@ -53,6 +53,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from runs.engine import RUN_ENDED_STATUSES
+
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -60,7 +62,6 @@ MAX_RETRY_AFTER_S = 60.0
 MAX_BATCH_BYTES = 512 * 1024  # half the server's default API_MAX_BODY_BYTES
 DEFAULT_CAPACITY = 10_000
 BACKGROUND_BATCH_SIZE = 500  # fewer, larger requests: less of the sender's work on the GIL
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
 class ReportError(RuntimeError):
@@ -439,7 +440,7 @@ class _BackgroundSender:
         self.ended = False  # a terminal run_status was enqueued
         for event in resumed or []:
             self.queue.append((event["seq"], _encode(event)))
-            if event.get("type") == "run_status" and event.get("status") in TERMINAL_STATUSES:
+            if event.get("type") == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
                 self.ended = True
         self.outage_logged = False
         self.closed: bool | None = None  # close()'s answer, once closed
@@ -457,7 +458,7 @@ class _BackgroundSender:
         reporter._next_seq = seq + 1
         event["seq"] = seq
         self.last_enqueued = seq
-        if event.get("type") == "run_status" and event.get("status") in TERMINAL_STATUSES:
+        if event.get("type") == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
             self.ended = True
             self.urgent = True
         data = _encode(event)

@@ -23,7 +23,7 @@ from contextadmin import selectors as definitions
 from contextadmin.impact import RecordedRun
 from contextadmin.models import Workflow, WorkflowVersion
 from contextadmin.recent_runs import RunLink, VersionRuns, WorkflowRuns
-from runs.engine import RunState, event_sender, handoffs_readiness
+from runs.engine import RUN_ENDED_STATUSES, RunState, event_sender, handoffs_readiness
 from runs.engine.format import RUN_ID_MAX_CHARS, ContextVariablesFile, run_id_valid
 from runs.engine.state import NAMESPACES
 from runs.errors import BadRequest, NotFound
@@ -212,13 +212,14 @@ def run_summary(*, run: Run, flags: list[str] | None = None) -> dict[str, Any]:
         "flags": run_flags(run.state.get("flips", [])) if flags is None else flags,
         "last_event_at": last_event_at.isoformat() if last_event_at else None,
         "ended_by": run_ended_by(run=run),
+        "live": run.status not in RUN_ENDED_STATUSES,  # running or paused: the pages list it
     }
 
 
 def run_ended_by(*, run: Run) -> str | None:
     """Say how an ended run ended: ``completed``, ``crash`` (failed) or ``cancelled``; None
-    while it runs. The page shows a crash differently from a completion."""
-    if run.status == Run.Status.RUNNING:
+    while it lives (running or paused). The page shows a crash differently from a completion."""
+    if run.status not in RUN_ENDED_STATUSES:
         return None
     return "crash" if run.status == Run.Status.FAILED else run.status
 
@@ -421,8 +422,8 @@ def workflow_rows() -> list[WorkflowRow]:
 
 
 def runs_live(*, limit: int = 20) -> list[Run]:
-    """Return the running runs, newest first (the front page's *live now*)."""
-    runs = Run.objects.filter(status=Run.Status.RUNNING).defer("definitions", "provenance")
+    """Return the live runs (running or paused), newest first (the front page's *live now*)."""
+    runs = Run.objects.exclude(status__in=RUN_ENDED_STATUSES).defer("definitions", "provenance")
     return list(runs_annotated(runs).order_by("-started_at", "-pk")[:limit])
 
 
@@ -447,7 +448,7 @@ def first_run_checklist() -> Checklist:
     return Checklist(
         token=ApiToken.objects.filter(revoked=False).exists(),
         run=Run.objects.exists(),
-        watched=Run.objects.exclude(status=Run.Status.RUNNING).exists(),
+        watched=Run.objects.filter(status__in=RUN_ENDED_STATUSES).exists(),
     )
 
 
@@ -585,13 +586,10 @@ def run_export_header(*, run: Run) -> dict[str, Any]:
 
 
 # -- retention: what prune_runs would delete ------------------------------------------------------
-ENDED_STATUSES = (Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.CANCELLED)
-
-
 def runs_ended_before(*, cutoff: dt.datetime) -> QuerySet[Run]:
     """Runs that ended before ``cutoff``: the only runs retention may delete (a running run,
     however old, is never among them; an ended run takes no more events)."""
-    return Run.objects.filter(status__in=ENDED_STATUSES, ended_at__lt=cutoff)
+    return Run.objects.filter(status__in=RUN_ENDED_STATUSES, ended_at__lt=cutoff)
 
 
 @dataclass

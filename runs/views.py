@@ -20,6 +20,8 @@ from contextadmin.selectors import workflow_config, workflow_get
 from runs import selectors
 from runs.engine import (
     EVENT_TYPES,
+    RUN_ENDED_STATUSES,
+    RUN_STATUSES,
     build_context,
     fetch_database_variables,
     handoffs_readiness,
@@ -64,6 +66,7 @@ INSPECTOR_CONSTANTS = {
     "environments": ENVIRONMENTS,
     "event_types": EVENT_TYPES,
     "base_flags": BASE_FLAGS,  # name -> environment variable: every run's, declared or not
+    "ended_statuses": [status for status in RUN_STATUSES if status in RUN_ENDED_STATUSES],
 }
 
 
@@ -189,6 +192,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         # seed 004's output mappings as pinned: the Agent and world panel (none: no panel)
         "outputs": definitions.get("outputs", []),
         "warnings": run.warnings,
+        # changes the chat made that the run refused (warning events): the header counts them
+        "warning_count": (run.state.get("execution") or {}).get("warnings", 0),
         "stream_after": max(0, run.last_seq - STREAM_WINDOW),
         "constants": INSPECTOR_CONSTANTS,
     }

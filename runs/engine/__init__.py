@@ -12,7 +12,14 @@ from .conditions import (
 )
 from .config import ConfigInput, load_config
 from .derived import TRIGGER_LOADERS, DerivedContextManager, DerivedTrigger, Flip
-from .events import EVENT_TYPES, RUN_STATUSES, TEXT_MAX_CHARS, event_sender, validate_event
+from .events import (
+    EVENT_TYPES,
+    RUN_STATUSES,
+    TEXT_MAX_CHARS,
+    WARNING_RULES,
+    event_sender,
+    validate_event,
+)
 from .format import (
     BASE_FLAGS,
     ENVIRONMENTS,
@@ -49,10 +56,12 @@ from .state import (
     RUN_TRANSITIONS,
     Applied,
     EventError,
+    Refusal,
     RunEnded,
     RunState,
     SeqError,
     context_set_problem,
+    context_set_refusal,
     replay,
     run_status_problem,
 )
@@ -70,6 +79,7 @@ __all__ = [
     "SERVER_ENV_VARS",
     "TEXT_MAX_CHARS",
     "TRIGGER_LOADERS",
+    "WARNING_RULES",
     "Applied",
     "ConditionError",
     "ConfigInput",
@@ -81,6 +91,7 @@ __all__ = [
     "Flip",
     "LintIssue",
     "Lookup",
+    "Refusal",
     "Resolution",
     "RunEnded",
     "RunState",
@@ -91,6 +102,7 @@ __all__ = [
     "condition_names",
     "context_from_supplied",
     "context_set_problem",
+    "context_set_refusal",
     "credential_value_reason",
     "env_flag",
     "env_var_problem",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .arguments import require_config, require_mapping, require_str
 from .format import (
     ROUTABLE_CATEGORIES,
     ConditionError,
@@ -48,6 +49,7 @@ def validate_condition(expr: str, config: Any) -> list[str]:
     ``config`` is a parsed ``ContextVariablesFile``, a raw ``context_variables.json`` mapping, or
     a mapping of variable name -> category.
     """
+    require_config("config", config)
     return condition_problems(expr, _categories(config))
 
 
@@ -57,6 +59,8 @@ def evaluate_condition(expr: str, values: Mapping[str, Any]) -> bool:
     A missing variable counts as false: in production the environment flags are absent, which
     is exactly how seed 000 prevents environment-gated hand-offs there.
     """
+    require_str("expr", expr)
+    require_mapping("values", values)
     return all(bool(values.get(name)) for name in condition_names(expr))
 
 
@@ -69,6 +73,12 @@ def handoffs_readiness(
     run's context does not hold (an environment variable in production): such a rule can never
     fire in this run, and ``reason`` says why.
     """
+    if not isinstance(config, ContextVariablesFile):
+        raise TypeError(
+            f"config: must be a ContextVariablesFile (load_config(...).config), "
+            f"not {type(config).__name__}"
+        )
+    require_mapping("values", values)
     categories = config.categories()
     rows: list[dict[str, Any]] = []
     for index, handoff in enumerate(config.handoffs):

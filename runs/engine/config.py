@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
+from .arguments import require_config
 from .format import (
     ConfigError,
     ContextVariablesFile,
@@ -26,6 +27,7 @@ def load_config(config: ConfigInput) -> ParsedConfig:
     """
     if isinstance(config, ParsedConfig):
         return config
+    require_config("config", config)
     if isinstance(config, ContextVariablesFile):
         problems = config_problems(config)
         if problems:

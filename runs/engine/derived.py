@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import format as fmt
+from .arguments import require_mapping
 from .config import ConfigInput, load_config
 from .events import event_sender
 from .log import logger, preview
@@ -37,11 +38,15 @@ CAUSE_TEXT_MAX_CHARS = 80  # the text preview kept in a flip's cause
 
 @dataclass(frozen=True)
 class Flip:
-    """One derived variable set to ``value`` by trigger ``trigger_index``, and what caused it."""
+    """One derived variable set to ``value`` by trigger ``trigger_index``, and what caused it.
+
+    ``trigger_index`` is None for an explicit set (a ``context_set`` by a tool or an agent,
+    seed 000's "a tool that writes a derived variable explicitly"): ``cause`` then names who.
+    """
 
     name: str
     value: bool
-    trigger_index: int
+    trigger_index: int | None
     cause: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -213,7 +218,9 @@ class DerivedContextManager:
         ``turn_counts`` maps agent -> agent_text messages so far *including* this event; without
         it the manager keeps its own count (one manager per run).
         """
-        if self.inert or not isinstance(event, Mapping):
+        require_mapping("event", event)
+        require_mapping("values", values, mutable=True)
+        if self.inert:
             return []
         type_ = event.get("type")
         key = _event_key(event)

@@ -1,11 +1,14 @@
 """Run events (DESIGN.md §6): their shape, and the problems of a malformed one.
 
 An event is a mapping: ``{"type": "agent_text"|"tool_response"|"context_set"|"run_status"|
-"handoff", "agent"?, "text"?, "tool"?, "status"?, "data"?, "name"?, "value"?, "target"?, "rule"?,
-"seq"?}``. A ``handoff`` is the edge ``agent`` -> ``target`` the runtime took, optionally with the
-index of the hand-off ``rule`` that fired (seed 004's execution path). ``sender`` is
-accepted as an alias of ``agent`` (AG2 calls it that); a sender may be a string, an object with
-``.name`` or a mapping with ``"name"``.
+"handoff"|"warning", "agent"?, "text"?, "tool"?, "status"?, "data"?, "name"?, "value"?,
+"target"?, "rule"?, "seq"?}``. A ``handoff`` is the edge ``agent`` -> ``target`` the runtime took,
+optionally with the index of the hand-off ``rule`` that fired (seed 004's execution path). A
+``warning`` records a change the chat made that the run may not take (nothing is dropped
+silently): the variable ``name``, the refused ``value``, the ``agent`` and/or ``tool`` that
+tried, the ``rule`` it broke (one of ``WARNING_RULES``) and optionally the problem as ``text``.
+``sender`` is accepted as an alias of ``agent`` (AG2 calls it that); a sender may be a string, an
+object with ``.name`` or a mapping with ``"name"``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ __all__ = [
     "JSON_MAX_DEPTH",
     "RUN_STATUSES",
     "TEXT_MAX_CHARS",
+    "WARNING_RULES",
     "event_sender",
     "validate_event",
 ]
@@ -31,6 +35,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "context_set",
     "run_status",
     "handoff",
+    "warning",
 )
 EVENT_FIELDS: tuple[str, ...] = (
     "type",
@@ -47,6 +52,15 @@ EVENT_FIELDS: tuple[str, ...] = (
     "rule",
 )
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
+# The rules a refused context_set broke (runs.engine.state.context_set_refusal names them).
+WARNING_RULES: tuple[str, ...] = (
+    "base",  # enterprise_id, workflow_name and the base flags never change during a run
+    "constant",  # a declarative variable is a constant
+    "production",  # an environment variable (or base flag) is suppressed in production
+    "undeclared",  # the workflow does not declare the name
+    "type",  # not a value of the declared type (a derived flag takes a boolean only)
+    "credential",  # a credential-looking value: context variables never hold secrets
+)
 TEXT_MAX_CHARS = 100_000  # one agent message; longer text is a blob, not a chat turn
 
 
@@ -75,6 +89,36 @@ def _json_problem(field: str, value: Any) -> str | None:
     """Say why ``value`` is not plain JSON (or is nested too deeply), naming the field."""
     problem = json_value_problem(value)
     return f"{field}: {problem}" if problem else None
+
+
+def _name_problem(event: Mapping[str, Any], *, required_for: str) -> str | None:
+    name = event.get("name")
+    if name is None:
+        return f"name: required for {required_for}"
+    if not isinstance(name, str) or not name or len(name) > NAME_MAX_CHARS:
+        return f"name: must be a variable name (at most {NAME_MAX_CHARS} characters)"
+    return None
+
+
+def _warning_problems(event: Mapping[str, Any]) -> list[str]:
+    problems = []
+    problem = _name_problem(event, required_for="warning")
+    if problem:
+        problems.append(problem)
+    if "value" not in event:
+        problems.append("value: required for warning (the value that was refused)")
+    rule = event.get("rule")
+    if rule is None:
+        problems.append(f"rule: required for warning (one of {', '.join(WARNING_RULES)})")
+    elif rule not in WARNING_RULES:
+        problems.append(f"rule: must be one of {', '.join(WARNING_RULES)}")
+    text = event.get("text")
+    if text is not None and (not isinstance(text, str) or len(text) > TEXT_MAX_CHARS):
+        problems.append(f"text: must be a string of at most {TEXT_MAX_CHARS} characters")
+    tool = _identifier_problem("tool", event.get("tool"), required_for=None)
+    if tool:
+        problems.append(tool)
+    return problems
 
 
 def validate_event(event: Any) -> list[str]:
@@ -129,11 +173,12 @@ def validate_event(event: Any) -> list[str]:
             if problem:
                 problems.append(problem)
     elif type_ == "context_set":
-        name = event.get("name")
-        if name is None:
-            problems.append("name: required for context_set")
-        elif not isinstance(name, str) or not name or len(name) > NAME_MAX_CHARS:
-            problems.append(f"name: must be a variable name (at most {NAME_MAX_CHARS} characters)")
+        problem = _name_problem(event, required_for="context_set")
+        if problem:
+            problems.append(problem)
+        problem = _identifier_problem("tool", event.get("tool"), required_for=None)
+        if problem:
+            problems.append(problem)
         if "value" not in event:
             problems.append("value: required for context_set")
         else:
@@ -155,6 +200,8 @@ def validate_event(event: Any) -> list[str]:
         rule = event.get("rule")
         if "rule" in event and (not isinstance(rule, int) or isinstance(rule, bool) or rule < 0):
             problems.append("rule: must be the index of a hand-off rule (an integer from 0)")
+    elif type_ == "warning":
+        problems.extend(_warning_problems(event))
     # Every other field is stored and broadcast as given (``tool`` on an agent_text, say): it
     # must be plain JSON within the depth limit too, or storing it fails.
     named = {problem.split(":", 1)[0] for problem in problems}

@@ -31,6 +31,7 @@ from typing import Any
 
 from pymongo import MongoClient
 
+from .arguments import require_config, require_mapping, require_str
 from .config import ConfigInput, load_config
 from .format import (
     BASE_FLAGS,
@@ -265,7 +266,11 @@ def _load(config: ConfigInput, b: _Builder) -> ContextVariablesFile | None:
             b.warn(f"invalid context_variables.json: {more} more issues")
         b.warn("using the minimal base context only")
         return None
-    except (RecursionError, ValueError, TypeError) as exc:  # never raise out of build_context
+    except TypeError as exc:  # not a config at all (None, a list...): step 2's warning too
+        b.warn(f"invalid context_variables.json at (document): {exc}")
+        b.warn("using the minimal base context only")
+        return None
+    except (RecursionError, ValueError) as exc:  # never raise out of build_context
         b.warn(f"invalid context_variables.json at (document): {type(exc).__name__}")
         b.warn("using the minimal base context only")
         return None
@@ -492,7 +497,12 @@ def build_context(
     environ: Mapping[str, str] = os.environ,
     mongo: MongoClient[Any] | None = None,
 ) -> Context:
-    """Build a run's context by seed 000 "Runtime Loading"; never raises for bad config or DB."""
+    """Build a run's context by seed 000 "Runtime Loading"; never raises for bad config or DB
+    (a config of no config form, ``None`` say, is a bad config too: a warning); other
+    arguments outside the signature raise ``TypeError`` naming the parameter."""
+    require_str("workflow_name", workflow_name)
+    require_str("enterprise_id", enterprise_id)
+    require_mapping("environ", environ)
     b = _Builder(environ)
     production = is_production(environ)
     with b.step("step 1 (minimal base)"):
@@ -564,6 +574,11 @@ def context_from_supplied(
     Raises ``ConfigError`` for an invalid config, ``ValueError`` for an unknown ``environment``,
     and ``ContextError`` naming every ``context.<name>`` that breaks a rule.
     """
+    require_config("config", config)
+    require_mapping("supplied", supplied)
+    require_str("workflow_name", workflow_name)
+    require_str("enterprise_id", enterprise_id)
+    require_str("environment", environment)
     production = _check_environment(environment)
     parsed = load_config(config).config
     section = parsed.context_variables

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .arguments import require_mapping, require_str
 from .config import ConfigInput, load_config
 from .format import (
     BASE_FLAGS,
@@ -173,6 +174,11 @@ def resolve(
 ) -> Resolution:
     """Resolve every ``{{reference}}`` in a string (seed 002 "Resolution Algorithm"); with a
     run's ``namespaces``, ``{{agent.…}}`` and ``{{world.…}}`` too (seed 004)."""
+    require_str("template", template)
+    require_mapping("variables", variables)
+    require_mapping("node_outputs", node_outputs)
+    if namespaces is not None:
+        require_mapping("namespaces", namespaces)
     unresolved: dict[str, None] = {}  # ordered set: first appearance, no repeats
     text = _resolve_into(template, variables, node_outputs, unresolved, namespaces)
     return Resolution(text, list(unresolved))
@@ -190,6 +196,8 @@ def resolve_json(
     Raises ``TemplateError`` for a tree nested deeper than ``JSON_MAX_DEPTH`` (checked first,
     without recursion), so legal but hostile JSON never overflows the stack.
     """
+    require_mapping("variables", variables)
+    require_mapping("node_outputs", node_outputs)
     if json_nesting_exceeds(obj, JSON_MAX_DEPTH):
         raise TemplateError(f"template: nested more than {JSON_MAX_DEPTH} levels")
     unresolved: dict[str, None] = {}
@@ -212,6 +220,8 @@ def resolve_system_message(template: str, variables: Mapping[str, Any]) -> Resol
     Only plain names (with optional ``!r``/``:spec``) are filled, as ``str.format`` would render
     them; unknown names and anything else stay as written and are listed.
     """
+    require_str("template", template)
+    require_mapping("variables", variables)
     unresolved: dict[str, None] = {}
 
     def substitute(match: re.Match[str]) -> str:
@@ -277,6 +287,10 @@ def lint_templates(
     ``templates`` maps a location (``"InterviewAgent.prompt"``) to a string or JSON template,
     or is a plain list of them (locations ``[0]``, ``[1]``...).
     """
+    if not isinstance(templates, str | Mapping | Iterable):
+        raise TypeError(
+            f"templates: must be a mapping, a list or a str, not {type(templates).__name__}"
+        )
     parsed = load_config(config).config
     known = set(parsed.categories()) | RESERVED_NAMES | set(BASE_FLAGS)
     written = {output.to for output in parsed.outputs}

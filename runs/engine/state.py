@@ -11,8 +11,11 @@ events rebuilds exactly the live state.
 
 A run knows its environment (DESIGN.md §4): in production no environment variable or base flag
 is ever in its context, neither from the base context (dropped at construction) nor from a
-``context_set`` (refused). ``context_set`` may only set a database variable, or an environment
-variable outside production, to a value of its declared type (``context_set_problem``).
+``context_set`` (refused). ``context_set`` may only set a database variable, an environment
+variable outside production, or a derived flag (a boolean: an explicit set, recorded as a flip
+naming the tool or agent) to a value of its declared type (``writes.context_set_refusal``). A
+``warning`` event (a change the chat made that the run refused) changes no variable: it is
+counted in ``execution.warnings``.
 
 The run lifecycle (DESIGN.md §4) is ``RUN_TRANSITIONS``, checked by ``run_status_problem``: a
 run is ``running`` or ``paused`` (either way, any number of times) until a ``run_status`` of
@@ -37,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .arguments import require_config, require_iterable, require_mapping, require_str
 from .config import ConfigInput, load_config
 from .derived import DerivedContextManager, Flip
 from .events import RUN_STATUSES, event_sender, validate_event
@@ -46,20 +50,22 @@ from .format import (
     NODE_DATA_MAX_BYTES,
     NODE_TEXT_MAX_CHARS,
     PATH_MAX_EDGES,
-    RESERVED_NAMES,
     STATE_MAX_NODES,
     STATE_NAMESPACES,
     ContextVariablesFile,
-    credential_value_reason,
-    json_type_name,
     json_value_problem,
-    value_matches_type,
-    with_article,
 )
 from .loader import Context, ContextError
 from .outputs import OutputWrite, outputs_apply, outputs_by_tool
 from .paths import drill
 from .resolver import Resolution, resolve
+from .writes import (
+    Refusal,
+    context_set_problem,
+    context_set_refusal,
+    explicit_set_cause,
+    warning_value_problem,
+)
 
 __all__ = [
     "NAMESPACES",
@@ -67,10 +73,13 @@ __all__ = [
     "RUN_TRANSITIONS",
     "Applied",
     "EventError",
+    "Refusal",
     "RunEnded",
     "RunState",
     "SeqError",
     "context_set_problem",
+    "context_set_refusal",
+    "explicit_set_cause",
     "node_output",
     "replay",
     "run_status_problem",
@@ -171,47 +180,6 @@ def _initial_execution(environment: str = "development") -> dict[str, Any]:
     }
 
 
-def context_set_problem(
-    config: ContextVariablesFile, name: str, value: Any, *, environment: str
-) -> str | None:
-    """Say why a ``context_set`` of ``name`` to ``value`` is refused (None when it may apply).
-
-    The one rule for run-time writes (DESIGN.md §4, docs/engine.md "context_set"): never the
-    base (``enterprise_id``, ``workflow_name``, the base flags), never a declarative constant,
-    never a derived flag (only its triggers flip it), never an undeclared name, never an
-    environment variable in production; otherwise only a value of the declared type, and never
-    a credential-looking one.
-    """
-    category = config.categories().get(name)
-    if name in RESERVED_NAMES:
-        return f"name: {name} is the run's base: it never changes during a run"
-    if name in BASE_FLAGS:
-        if environment == "production":
-            return f"name: environment variable {name} is suppressed in production"
-        return (
-            f"name: {name} is a base flag read from {BASE_FLAGS[name]} at start: "
-            "it never changes during a run"
-        )
-    if category is None:
-        return f"name: unknown variable {name} (declare it in the workflow first)"
-    if category == "declarative":
-        return f"name: declarative variable {name} is a constant: it never changes during a run"
-    if category == "derived":
-        return f"name: derived variable {name} is flipped by its triggers only"
-    if category == "environment" and environment == "production":
-        return f"name: environment variable {name} is suppressed in production"
-    declared = next(v.type for _, _, v in config.variables() if v.name == name)
-    if not value_matches_type(value, declared):
-        return (
-            f"value: {name} takes {with_article(declared)} (the declared type), "
-            f"got {json_type_name(value)}"
-        )
-    reason = credential_value_reason(value)
-    if reason:
-        return f"value: {reason}; context variables never hold secrets"
-    return None
-
-
 class RunState:
     """The live state of one run; ``apply`` folds one event into it."""
 
@@ -222,6 +190,10 @@ class RunState:
         *,
         environment: str = "development",
     ) -> None:
+        require_config("config", config)
+        if not isinstance(base_context, Context):
+            require_mapping("base_context", base_context)
+        require_str("environment", environment)
         if environment not in ENVIRONMENTS:
             raise ValueError(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
         self._config: ContextVariablesFile = load_config(config).config
@@ -271,6 +243,7 @@ class RunState:
 
     def get(self, path: str, default: Any = None) -> Any:
         """Read ``namespace.key.sub...`` (``context.interview_complete``); ``default`` if absent."""
+        require_str("path", path)
         head, *rest = path.split(".")
         if head not in NAMESPACES:
             return default
@@ -279,6 +252,7 @@ class RunState:
 
     def set(self, path: str, value: Any) -> None:
         """Write ``namespace.key.sub...``, creating intermediate objects as needed."""
+        require_str("path", path)
         head, *rest = path.split(".")
         if not rest or not all(rest):
             raise KeyError(f"{path!r}: a path is namespace.key[.sub...]")
@@ -330,6 +304,10 @@ class RunState:
             )
             if problem:
                 return [problem]
+        if event["type"] == "warning":
+            problem = warning_value_problem(event["value"])
+            if problem:
+                return [problem]
         node = _node_name(event)
         if node is not None and node not in self.nodes and node not in self.execution[
             "visited_agents"
@@ -365,7 +343,9 @@ class RunState:
         if problems:
             if self.ended and problems == RunEnded(self.execution["status"]).problems:
                 raise RunEnded(self.execution["status"])
-            if "seq" in event and problems[0].startswith("seq: expected"):
+            if isinstance(event, Mapping) and "seq" in event and problems[0].startswith(
+            "seq: expected"
+        ):
                 raise SeqError(expected=self.last_seq + 1, got=event["seq"])
             raise EventError(problems)
         seq = self.last_seq + 1
@@ -394,9 +374,16 @@ class RunState:
         elif type_ == "context_set":
             name, new = event["name"], copy.deepcopy(event["value"])
             old = self.context.get(name)
-            if name not in self.context or old != new:
+            if name in self._derived_names:
+                if old is not new:  # an explicit set is a flip; the same value again is not
+                    self._before_flip = {name: old}
+                    flips = [Flip(name, new, None, explicit_set_cause(event))]
+            elif name not in self.context or old != new:
                 changes[name] = {"old": copy.deepcopy(old), "new": copy.deepcopy(new)}
             self.context[name] = new
+        elif type_ == "warning":
+            # counted for the run header; absent until the first (older snapshots lack it)
+            execution["warnings"] = execution.get("warnings", 0) + 1
         elif type_ == "run_status":
             execution["status"] = event["status"]
         elif type_ == "handoff":
@@ -497,6 +484,7 @@ def replay(
     environment: str = "development",
 ) -> RunState:
     """Rebuild a run's state from its base context and event log."""
+    require_iterable("events", events)
     state = RunState(config, base_context, environment=environment)
     for event in events:
         state.apply(event)

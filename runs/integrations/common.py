@@ -16,11 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from runs.client import RunReporter
-from runs.engine import TEXT_MAX_CHARS, RunState, build_context, is_production, load_config
+from runs.engine import (
+    RUN_ENDED_STATUSES,
+    TEXT_MAX_CHARS,
+    RunState,
+    build_context,
+    is_production,
+    load_config,
+)
 from runs.engine.format import ContextVariablesFile
 
 __all__ = [
-    "ENDED",
     "ConfigArg",
     "HandoffRuleError",
     "OpenedRun",
@@ -32,8 +38,6 @@ __all__ = [
     "text_of",
     "tool_data",
 ]
-
-ENDED = frozenset({"completed", "failed", "cancelled"})  # a run that takes no more events
 
 ConfigArg = ContextVariablesFile | Mapping[str, Any] | bytes | str | os.PathLike[str]
 
@@ -138,7 +142,7 @@ def open_run(
     for event in resumed.unsent:  # observed before the crash, not yet on the server
         state.apply(event)
     status = state.get("execution.status")
-    if status in ENDED:
+    if status in RUN_ENDED_STATUSES:
         reporter.close(0)
         raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
     return OpenedRun(state, list(resumed.unsent), [])

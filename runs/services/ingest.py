@@ -28,13 +28,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from runs import selectors
-from runs.engine import EventError, RunEnded, RunState, validate_event
+from runs.engine import RUN_ENDED_STATUSES, EventError, RunEnded, RunState, validate_event
 from runs.engine.format import ContextVariablesFile, run_id_valid
 from runs.errors import ApiError, BadRequest, Conflict
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 from runs.services.broadcast import run_events_broadcast
 from runs.services.caches import LiveState, live_state_keep, live_state_take, run_config
-from runs.services.lifecycle import TERMINAL_STATUSES
 from runs.services.tokens import token_sees_workflow
 
 logger = logging.getLogger(__name__)
@@ -277,7 +276,7 @@ def _run_fields_update(run: Run, live: LiveState, batch: _Batch) -> None:
     if run.status != status:
         run.status = status
         batch.fields.append("status")
-        if status in TERMINAL_STATUSES:
+        if status in RUN_ENDED_STATUSES:
             run.ended_at = timezone.now()
             batch.fields.append("ended_at")
     if (

@@ -41,9 +41,8 @@ from runs.services.tokens import token_check_workflow
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RUN_ID_PATTERN", "TERMINAL_STATUSES", "StartedRun", "run_start"]
+__all__ = ["RUN_ID_PATTERN", "StartedRun", "run_start"]
 CONTEXT_MAX_BYTES = 256 * 1024
-TERMINAL_STATUSES = RUN_ENDED_STATUSES  # the engine's lifecycle rule (runs.engine.state)
 
 
 def _supplied_context_check(context: Any) -> dict[str, Any]:
@@ -171,7 +170,7 @@ def _token_runs_check(token: ApiToken | None, *, lock: bool = False) -> None:
         return
     if lock:  # serialize this token's starts (PostgreSQL; SQLite write transactions already are)
         list(ApiToken.objects.select_for_update().filter(pk=token.pk).values_list("pk"))
-    running = Run.objects.filter(token=token).exclude(status__in=TERMINAL_STATUSES).count()
+    running = Run.objects.filter(token=token).exclude(status__in=RUN_ENDED_STATUSES).count()
     if running >= limit:
         raise RateLimited(
             f"token: {running} of its runs have not ended, at most {limit} "

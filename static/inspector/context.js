@@ -15,6 +15,15 @@ function statusBadge(status) {
   return el("span", { class: `badge status-${status}` }, status);
 }
 
+/** Who set a flag explicitly (a context_set flip: seed 000's "a tool that writes a derived
+ * variable explicitly"): "tool save_plan" (its event row names the calling agent too), or
+ * "agent Planner" when no tool did. */
+export function setBy(cause) {
+  if (!cause || cause.type !== "context_set") return null;
+  if (cause.tool) return `tool ${cause.tool}`;
+  return cause.agent ? `agent ${cause.agent}` : "the runtime";
+}
+
 function flipCause(flip) {
   const cause = flip.cause || {};
   if (cause.type === "tool_response") {
@@ -57,8 +66,10 @@ function sourceCell(name, entry, category, { flipsByName, setsByName, onJump }) 
       `${unlisted} earlier change${unlisted === 1 ? "" : "s"} not listed: time travel shows any of them`));
   }
   for (const flip of flips.slice(-HISTORY_SHOWN)) {
-    parts.push(el("span", { class: "history" },
-      "flipped ", eventLink(flip.seq, `at #${flip.seq}`, onJump), flipCause(flip)));
+    const by = setBy(flip.cause);
+    parts.push(by
+      ? el("span", { class: "history set-by" }, `set by ${by} `, eventLink(flip.seq, `at #${flip.seq}`, onJump))
+      : el("span", { class: "history" }, "flipped ", eventLink(flip.seq, `at #${flip.seq}`, onJump), flipCause(flip)));
   }
   for (const set of sets.slice(-HISTORY_SHOWN)) {
     parts.push(el("span", { class: "history" }, "set ", eventLink(set.seq, `at #${set.seq}`, onJump), " by context_set"));

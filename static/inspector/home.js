@@ -1,4 +1,5 @@
-// The front page's "Runs live now": the running runs, kept live by /ws/runs/.
+// The front page's "Runs live now": the live runs (running or paused, as the server's
+// summary says: run.live), kept live by /ws/runs/.
 
 import { el, jsonScript, replace, when } from "./dom.js";
 import { isStale, runDuration, statusKey, statusLabel } from "./lifecycle.js";
@@ -7,7 +8,7 @@ import { LiveSocket, showStatus } from "./socket.js";
 const list = document.getElementById("live-runs");
 const empty = document.getElementById("live-empty");
 const staleAfterS = jsonScript("stale-after") || 0;
-const runs = new Map(); // run id -> summary (running only)
+const runs = new Map(); // run id -> summary (live ones only)
 
 function detailUrl(id) {
   return list.dataset.detailUrl.replace("RUN_ID", encodeURIComponent(id));
@@ -25,7 +26,7 @@ function render() {
 }
 
 function update(run, { fresh = false } = {}) {
-  if (run.status !== "running") runs.delete(run.id);
+  if (!run.live) runs.delete(run.id);
   else {
     const known = runs.get(run.id);
     // the socket's summaries carry no last_event_at: a new event count means "just now"

@@ -2,7 +2,7 @@
 // and tools. What the server computes (readiness, the normalised sender, the names of categories,
 // namespaces and event types) is displayed as sent, never recomputed here.
 
-import { renderContext } from "./context.js";
+import { renderContext, setBy } from "./context.js";
 import { debounce, el, getJSON, jsonScript, replace, setText } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
@@ -19,6 +19,7 @@ const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
 const page = jsonScript("page-data");
 const { categories, namespaces, event_types: eventTypes, base_flags: baseFlags } = page.constants;
 const outputNamespaces = page.constants.output_namespaces || [];
+const endedStatuses = new Set(page.constants.ended_statuses); // the engine's RUN_ENDED_STATUSES
 const $ = (id) => document.getElementById(id);
 
 const model = {
@@ -35,6 +36,7 @@ const model = {
   spaces: {}, // seed 004's namespaces: { agent: {...}, world: {...} }
   writes: {}, // the server's writes: agent/world path -> { tool, field, seq }
   spacesRevision: 0, // bumped when a namespace changes
+  warnings: 0, // execution.warnings: changes the run refused (warning events), for the header
   readiness: null, // the server's hand-off readiness (null: not sent, rules shown without status)
   run: { ...page.run }, // the lifecycle: started_at, ended_at, last_event_at, ended_by
 };
@@ -73,6 +75,8 @@ function jump(seq) {
 
 function describeFlip(flip) {
   const cause = flip.cause || {};
+  const setter = setBy(cause);
+  if (setter) return `set by ${setter} at #${flip.seq}`;
   const by = cause.agent || cause.tool;
   return `flipped at #${flip.seq}${by ? ` by ${by}` : ""}`;
 }
@@ -111,6 +115,8 @@ function render() {
   if (!model.ready) return;
   const current = shown();
   setText($("run-seq"), String(model.lastSeq));
+  setText($("run-warnings-count"), String(model.warnings));
+  $("run-warnings").dataset.count = String(model.warnings);
   renderLifecycle();
 
   const slider = $("travel-seq");
@@ -206,6 +212,7 @@ function onSnapshot(message) {
   model.sets = model.sets.filter((set) => set.seq <= message.seq);
   model.status = message.state.execution.status;
   model.execution = message.state.execution;
+  model.warnings = message.state.execution.warnings || 0;
   model.readiness = message.handoffs ?? null;
   model.spaces = Object.fromEntries(outputNamespaces.map((name) => [name, message.state[name] || {}]));
   model.writes = message.writes || {};
@@ -265,11 +272,13 @@ function onEvent(message) {
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
   }
   model.run.last_event_at = new Date().toISOString();
+  if (message.event.type === "warning") model.warnings += 1;
   if (message.event.type === "run_status") {
-    model.status = message.event.status;
-    if (message.event.status !== "running" && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
-    model.run.ended_by = message.event.status === "failed" ? "crash"
-      : message.event.status === "running" ? null : message.event.status;
+    const status = message.event.status;
+    model.status = status;
+    const ended = endedStatuses.has(status); // paused is not ended: it resumes to running
+    if (ended && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
+    model.run.ended_by = !ended ? null : status === "failed" ? "crash" : status;
   }
   for (const write of message.outputs || []) { // what the tool's output mappings wrote
     if (!write.written) continue;
@@ -283,6 +292,14 @@ function onEvent(message) {
   schedule();
   restoreOnce();
 }
+
+// The header's warning count filters the events list to the warnings.
+$("run-warnings-link").addEventListener("click", (event) => {
+  event.preventDefault();
+  stream.setFilters({ agent: "", type: "warning" });
+  writeState({ agent: "", type: "warning" });
+  $("stream").closest("section").scrollIntoView({ block: "start" });
+});
 
 const socket = new LiveSocket(root.dataset.wsPath, {
   sequenced: true,

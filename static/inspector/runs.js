@@ -92,7 +92,7 @@ function renderAll(runs) {
 /** Redraw the clock-driven cells (duration, stale) without a request. */
 function tick() {
   for (const { run, tr } of rows.values()) {
-    if (run.status !== "running") continue;
+    if (!run.live) continue; // running or paused: the clock moves them
     const pill = tr.querySelector("td.status .pill");
     pill.dataset.status = statusKey(run, staleAfterS);
     pill.textContent = statusLabel(run, staleAfterS);

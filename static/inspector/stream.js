@@ -25,7 +25,14 @@ function body(event) {
         el("code", {}, event.tool), event.status ? ` → ${event.status}` : "",
         event.data !== undefined ? el("pre", { class: "ev-data" }, JSON.stringify(event.data, null, 1)) : null);
     case "context_set":
-      return el("div", { class: "ev-text" }, el("code", {}, event.name), " = ", show(event.value));
+      return el("div", { class: "ev-text" }, el("code", {}, event.name), " = ", show(event.value),
+        event.tool ? el("span", { class: "muted" }, ` (set by tool ${event.tool})`) : null);
+    case "warning": // a change the run refused: shown, counted, never dropped silently
+      return el("div", { class: ["ev-text", "ev-warning"] }, "⚠ refused ",
+        el("code", {}, event.name), " = ", show(event.value),
+        event.tool ? ` by tool ${event.tool}` : "",
+        el("span", { class: "pill warning-rule" }, String(event.rule ?? "")),
+        event.text ? el("div", { class: "muted" }, event.text) : null);
     case "run_status":
       return el("div", { class: "ev-text" }, "run ", el("span", { class: "pill", dataset: { status: event.status } }, event.status));
     case "handoff":

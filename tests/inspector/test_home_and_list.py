@@ -238,3 +238,31 @@ def test_run_page_links_the_download_and_the_workflows_definitions(staff, genera
     assert f'href="/api/runs/{run.pk}/events/?format=jsonl"' in page
     assert 'id="workflow-definitions"' in page and 'id="run-duration"' in page
     assert 'id="stream-nomatch"' in page
+
+
+# -- paused runs are runs ------------------------------------------------------------------------
+def test_a_paused_run_is_live_filterable_and_resumes_to_running(staff, generator):
+    from runs.models import Run
+    from runs.services import ingest, lifecycle
+
+    paused = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    ended = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
+    ingest.event_ingest(run_id=paused.pk, events=[*demo_events()[:2],
+                                                  {"type": "run_status", "status": "paused"}])
+    ingest.event_ingest(run_id=ended.pk, events=[{"type": "run_status", "status": "completed"}])
+
+    response = staff.get("/runs/", {"status": "paused", "format": "json"})
+    assert response.status_code == 200
+    [summary] = response.json()["runs"]
+    assert (summary["id"], summary["status"]) == (paused.pk, "paused")
+    assert summary["live"] is True and summary["ended_by"] is None and summary["ended_at"] is None
+    assert 'value="paused"' in staff.get("/runs/").content.decode()  # the status filter offers it
+    home = staff.get("/")
+    assert [run["id"] for run in home.context["live"]] == [paused.pk]  # live now: not the ended
+
+    ingest.event_ingest(run_id=paused.pk, events=[{"type": "run_status", "status": "running"}])
+    run = Run.objects.get(pk=paused.pk)
+    assert (run.status, run.ended_at) == ("running", None)
+    summaries = staff.get("/runs/", {"format": "json"}).json()["runs"]
+    assert {s["id"]: s["live"] for s in summaries} == {paused.pk: True, ended.pk: False}
+

@@ -274,13 +274,15 @@ def page_data(response) -> dict:
         ("namespaces", ["context", "nodes", "execution", "agent", "world"]),
         ("output_namespaces", ["agent", "world"]),
         ("environments", ["development", "production"]),
-        ("event_types", ["agent_text", "tool_response", "context_set", "run_status", "handoff"]),
+        ("event_types",
+         ["agent_text", "tool_response", "context_set", "run_status", "handoff", "warning"]),
+        ("ended_statuses", ["completed", "failed", "cancelled"]),
         ("base_flags", {"context_aware": "CONTEXT_AWARE",
                         "monetization_enabled": "MONETIZATION_ENABLED"}),
     ],
 )
 def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expected):
-    from runs.engine import EVENT_TYPES
+    from runs.engine import EVENT_TYPES, RUN_ENDED_STATUSES, RUN_STATUSES
     from runs.engine.format import CATEGORIES, ENVIRONMENTS, OUTPUT_NAMESPACES
     from runs.engine.loader import BASE_FLAGS
     from runs.engine.state import NAMESPACES
@@ -292,6 +294,7 @@ def test_run_page_passes_the_engines_names_to_its_scripts(staff, run, key, expec
         "output_namespaces": list(OUTPUT_NAMESPACES),
         "environments": list(ENVIRONMENTS),
         "event_types": list(EVENT_TYPES),
+        "ended_statuses": [s for s in RUN_STATUSES if s in RUN_ENDED_STATUSES],
     }
     constants = page_data(staff.get(f"/runs/{run.pk}/"))["constants"]
     assert constants[key] == owned[key]  # rendered from the engine, not re-declared

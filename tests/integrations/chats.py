@@ -1,6 +1,7 @@
 """Small scripted chats and configs for the AG2 tests (real AG2, no LLM)."""
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from autogen.agentchat.group import (
@@ -54,6 +55,31 @@ def record_plan(
     return ReplyResult(
         message=json.dumps({"saved": len(names.split(","))}), context_variables=context_variables
     )
+
+
+def save_plan(context_variables: ContextVariables) -> ReplyResult:
+    """Save the plan; sets the derived flag plan_saved explicitly (seed 000's "a tool that
+    writes a derived variable explicitly")."""
+    context_variables["plan_saved"] = True
+    return ReplyResult(message="Plan saved.", context_variables=context_variables)
+
+
+def raise_tier(context_variables: ContextVariables) -> ReplyResult:
+    """Try to change the declarative constant product_tier (a run refuses it: a warning)."""
+    context_variables["product_tier"] = "gold"
+    return ReplyResult(message="Tier raised.", context_variables=context_variables)
+
+
+# Called with the chat's context at the start of every set_var call (the previous turn is over).
+PROBES: list[Callable[[ContextVariables], None]] = []
+
+
+def set_var(name: str, value: str, context_variables: ContextVariables) -> ReplyResult:
+    """Set the context variable ``name`` to the JSON ``value`` (whatever the run allows)."""
+    for probe in PROBES:
+        probe(context_variables)
+    context_variables[name] = json.loads(value)
+    return ReplyResult(message=f"{name} set.", context_variables=context_variables)
 
 
 def failing_tool(reason: str) -> str:

@@ -229,8 +229,9 @@ def test_a_tools_context_change_is_reported_as_context_set() -> None:
     run_chat(pattern, session)
     sets = [e for e in session.events if e["type"] == "context_set"]
     assert sets == [
-        {"type": "context_set", "name": "plan_owner", "value": "tool", "seq": sets[0]["seq"]}
-    ]
+        {"type": "context_set", "name": "plan_owner", "value": "tool", "agent": "Planner",
+         "tool": "record_plan", "seq": sets[0]["seq"]}
+    ]  # who set it: the tool, called by Planner
     assert session.state.context["plan_owner"] == "tool" == session.context["plan_owner"]
     assert session.context["planned"] is True  # flipped after the ReplyResult merge, and kept
 

@@ -182,6 +182,38 @@ async def test_import_run_rebuilds_the_same_run(tmp_path):
     assert at[0] == at[1] and flips_a == flips_b and flips_a
 
 
+EXPLICIT_AND_WARNINGS = [
+    {"type": "agent_text", "agent": "InterviewAgent", "text": "hi"},
+    {"type": "context_set", "name": "interview_complete", "value": True, "tool": "save_plan",
+     "agent": "InterviewAgent"},
+    {"type": "warning", "name": "max_items", "value": 40, "tool": "tune", "rule": "constant",
+     "text": "name: declarative variable max_items is a constant: it never changes during a run"},
+    {"type": "context_set", "name": "interview_complete", "value": True, "agent": "Other"},
+    {"type": "run_status", "status": "completed"},
+]
+
+
+@pytest.mark.asyncio
+async def test_explicit_flips_and_warnings_round_trip_through_the_jsonl_export(tmp_path):
+    """A flag set by a tool and a refused change are in the JSONL export, and import_run
+    replays them into the same state: the flip's cause and the warnings count included."""
+    secret = await sync_to_async(_setup)(events=EXPLICIT_AND_WARNINGS)
+    body = (await get("/api/runs/orig/events/?format=jsonl", secret))["body"]
+    events = [json.loads(line) for line in body.decode().splitlines()][1:]
+    assert [e["type"] for e in events] == [e["type"] for e in EXPLICIT_AND_WARNINGS]
+    assert events[2] == {**EXPLICIT_AND_WARNINGS[2], "seq": 3}
+    original, copy = await sync_to_async(_round_trip)(tmp_path, body)
+    assert copy.state == original.state
+    assert original.state["execution"]["warnings"] == 1
+    assert [(f["name"], f["trigger_index"], f["cause"], f["seq"]) for f in copy.state["flips"]] == [
+        ("interview_complete", None,
+         {"type": "context_set", "tool": "save_plan", "agent": "InterviewAgent"}, 2)
+    ]  # the same value again (#4) is no second flip
+    stored = await sync_to_async(lambda: list(Flip.objects.filter(run=copy).values_list(
+        "variable", "value", "trigger_index", "seq")))()
+    assert stored == [("interview_complete", True, None, 2)]
+
+
 def test_import_run_refuses_bad_files_naming_the_line(tmp_path, db):
     _setup(events=_full_run())
     header = selectors.run_export_header(run=Run.objects.get(pk="orig"))

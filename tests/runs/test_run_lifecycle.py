@@ -144,3 +144,19 @@ async def test_the_ingest_socket_refuses_events_for_an_ended_run(client, token_s
     await comm.disconnect()
     run = await Run.objects.aget(pk=run_id)
     assert (run.status, run.last_seq) == ("cancelled", 1) and run.ended_at is not None
+
+
+def test_ended_statuses_have_one_owner():
+    """No module keeps its own copy of the engine's RUN_ENDED_STATUSES."""
+    import runs.client
+    import runs.integrations.autogen.session
+    import runs.selectors
+    import runs.services.lifecycle
+    from runs.engine import RUN_ENDED_STATUSES
+
+    for module in (runs.client, runs.selectors, runs.services.lifecycle,
+                   runs.integrations.autogen.session):
+        copies = [name for name, value in vars(module).items()
+                  if isinstance(value, frozenset | tuple | set) and value and name.isupper()
+                  and {str(v) for v in value} == set(RUN_ENDED_STATUSES)]
+        assert copies in ([], ["RUN_ENDED_STATUSES"]), (module.__name__, copies)

@@ -16,7 +16,9 @@ How the pieces fit:
   ``error`` from AG2's ``ExecutedFunctionEvent`` (the flip waits for the response event because
   a ``ReplyResult``'s context is merged after the executed-function event); AG2's transition
   events to another agent -> ``handoff`` (with the rule index when one of ours fired); a
-  change a tool or reply function made to a declared variable -> ``context_set``.
+  change a tool or reply function made to a declared variable -> ``context_set`` naming the tool
+  or agent (a derived flag set to a boolean is a flip), or a ``warning`` when the run may not
+  take it (``runs.integrations.context_sync``: nothing the chat changes is dropped silently).
 - **Hand-offs.** Each config rule becomes two ``OnContextCondition`` registrations on its
   source agent (see ``_register_handoffs`` for why both).
 """
@@ -32,18 +34,17 @@ from typing import Any
 
 from runs.client import RunReporter
 from runs.engine import (
+    RUN_ENDED_STATUSES,
     TEXT_MAX_CHARS,
     EventError,
     Flip,
     RunState,
     build_context,
     condition_names,
-    context_set_problem,
     is_production,
 )
 from runs.engine.format import ContextVariablesFile
 from runs.integrations.common import (
-    ENDED,
     ConfigArg,
     HandoffRuleError,
     check_rules,
@@ -52,6 +53,7 @@ from runs.integrations.common import (
     text_of,
     tool_data,
 )
+from runs.integrations.context_sync import ContextSync
 
 try:
     import autogen
@@ -166,7 +168,7 @@ def attach(
         for event in unsent:  # observed before the crash, not yet on the server
             state.apply(event)
         status = state.get("execution.status")
-        if status in ENDED:
+        if status in RUN_ENDED_STATUSES:
             reporter.close(0)
             raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
 
@@ -249,8 +251,7 @@ class AG2Session:
         ]
         self.skipped_handoffs: list[dict[str, Any]] = []
         self.observed = 0  # AG2 events seen
-        self._categories = config.categories()
-        self._syncable = self._syncable_names()
+        self._sync = ContextSync(config, production=production)
         self._tool_calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, calling agent)
         self._executed: dict[str, bool] = {}  # call id -> success
         self._transit: dict[str, str] = {}  # agent -> its expected "[Handing off to X]"
@@ -369,11 +370,12 @@ class AG2Session:
         transit = self._transit.pop(sender, None)
         if transit is not None and text == transit:
             return  # "[Handing off to X]": reported as the handoff, not a turn
-        self._sync_context()
+        agent = "user" if sender == TEMP_USER else sender
+        self._sync_context(agent=agent)  # what its reply function changed
         self._emit(
             {
                 "type": "agent_text",
-                "agent": "user" if sender == TEMP_USER else sender,
+                "agent": agent,
                 "text": text[:TEXT_MAX_CHARS],
             }
         )
@@ -387,9 +389,14 @@ class AG2Session:
             self._on_text(inner)
 
     def _on_tool_response(self, inner: Any) -> None:
-        self._sync_context()  # a ReplyResult's context is merged in by now
-        for response in inner.tool_responses:
-            call = self._tool_calls.pop(response.tool_call_id or "", None)
+        calls = [
+            (response, self._tool_calls.pop(response.tool_call_id or "", None))
+            for response in inner.tool_responses
+        ]
+        known = {call for _, call in calls if call is not None}
+        tool, agent = next(iter(known)) if len(known) == 1 else (None, None)
+        self._sync_context(agent=agent, tool=tool)  # a ReplyResult's context is merged in by now
+        for response, call in calls:
             if call is None:
                 continue
             tool, agent = call
@@ -419,7 +426,7 @@ class AG2Session:
             self._transit[source.name] = (
                 f"[Handing off to {inner.transition_target.display_name()}]"
             )
-        self._sync_context()
+        self._sync_context(agent=source.name)
         self._emit(event)
 
     def _fired_rule(self, agent: Any, conditions: Iterable[Any]) -> int | None:
@@ -457,29 +464,20 @@ class AG2Session:
             self.reporter.event(event["type"], **fields)
         return True
 
-    def _syncable_names(self) -> list[str]:
-        """The variables a run may change (DESIGN.md §4): database ones, environment ones
-        outside production. Declarative constants, derived flags and the base never change."""
-        writable = {"database"} if self.production else {"database", "environment"}
-        return [name for name, category in self._categories.items() if category in writable]
-
-    def _sync_context(self) -> None:
-        """Report declared variables the chat changed itself (tools, reply functions)."""
-        data = self.context.data
-        known = self.state.context
-        for name in self._syncable:
-            if name not in data:
-                continue
-            value = data[name]
-            if name in known and known[name] == value and type(known[name]) is type(value):
-                continue
-            problem = context_set_problem(
-                self.config, name, value, environment=self.state.environment
-            )
-            if problem is not None:
-                self._warn_once(f"set:{name}", f"the chat changed {name}; not reported: {problem}")
-                continue
-            self._emit({"type": "context_set", "name": name, "value": copy.deepcopy(value)})
+    def _sync_context(self, *, agent: str | None = None, tool: str | None = None) -> None:
+        """Report what the chat changed in its own context (tools, reply functions): each
+        declared variable as a ``context_set``, or as a ``warning`` when the run may not take
+        it (the chat goes on either way; the warning is in ``session.warnings`` too)."""
+        for event in self._sync.changes(self.context.data, self.state, agent=agent, tool=tool):
+            if event["type"] == "warning":
+                who = " ".join(f"{key} {event[key]}" for key in ("tool", "agent") if key in event)
+                message = (
+                    f"{who or 'the chat'} set {event['name']} to {event['value']!r}: refused "
+                    f"({event['text']}); recorded as a warning event"
+                )
+                self.warnings.append(message)
+                logger.warning("%s", message)
+            self._emit(event)
 
     def _seed_context(self) -> None:
         """Write the run's context into the pattern's own ContextVariables (seed 001)."""

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, GENERATOR, GENERATOR_CHAT
 from runs.client import ReportError, RunReporter
+from runs.engine import ENVIRONMENTS, RUN_ENDED_STATUSES
 from runs.services import tokens
 
 DEMO_TOKEN_NAME = "simulate_run (demo)"  # noqa: S105  (a name, not a secret)
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000")
         parser.add_argument("--enterprise-id", default="acme")
         parser.add_argument("--run-id")
-        parser.add_argument("--environment", choices=["development", "production"])
+        parser.add_argument("--environment", choices=ENVIRONMENTS)
         parser.add_argument(
             "--no-complete",
             action="store_true",
@@ -56,7 +57,7 @@ class Command(BaseCommand):
         ends = (
             bool(events)
             and events[-1]["type"] == "run_status"
-            and events[-1].get("status") in ("completed", "failed", "cancelled")
+            and events[-1].get("status") in RUN_ENDED_STATUSES
         )
         if not ends and not options["no_complete"]:  # a demo run that ends, as real ones do
             events.append({"type": "run_status", "status": "completed"})

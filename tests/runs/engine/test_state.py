@@ -248,9 +248,9 @@ def test_context_set(name: str, value: Any, changes: dict[str, Any]) -> None:
             id="base-name",
         ),
         pytest.param(
-            {"type": "context_set", "name": "interview_complete", "value": True},
-            "name: derived variable interview_complete is flipped by its triggers only",
-            id="derived",
+            {"type": "context_set", "name": "interview_complete", "value": "yes"},
+            "value: interview_complete takes a boolean (the declared type), got a string",
+            id="derived-not-a-boolean",
         ),
         pytest.param(
             {"type": "context_set", "name": "product_tier", "value": "gold"},
@@ -325,12 +325,18 @@ def test_seq(seqs: list[int | None], error: tuple[int, int] | None) -> None:
         pytest.param([], ["event: must be an object"], id="not-an-object"),
         pytest.param(
             {},
-            ["type: required (one of agent_text, tool_response, context_set, run_status, handoff)"],
+            [
+                "type: required (one of agent_text, tool_response, context_set, run_status, "
+                "handoff, warning)"
+            ],
             id="no-type",
         ),
         pytest.param(
             {"type": "chat"},
-            ["type: must be one of agent_text, tool_response, context_set, run_status, handoff"],
+            [
+                "type: must be one of agent_text, tool_response, context_set, run_status, "
+                "handoff, warning"
+            ],
             id="bad-type",
         ),
         pytest.param(
@@ -682,10 +688,11 @@ TYPED = config_with(
             "name: workflow_name is the run's base: it never changes during a run",
             id="base-workflow-name",
         ),
+        pytest.param("interview_complete", True, "development", None, id="derived-explicit-set"),
         pytest.param(
-            "interview_complete", True, "development",
-            "name: derived variable interview_complete is flipped by its triggers only",
-            id="derived",
+            "interview_complete", 1, "development",
+            "value: interview_complete takes a boolean (the declared type), got an integer",
+            id="derived-not-a-boolean",
         ),
         pytest.param(
             "ghost", 1, "development",

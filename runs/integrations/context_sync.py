@@ -1,0 +1,141 @@
+"""Compare a chat's own context with the run's state: what the adapters report (DESIGN.md §4).
+
+Both AG2 adapters (``runs.integrations.autogen`` for AG2 Classic, ``runs.integrations.ag2`` for
+AG2 1.x) let tools and reply functions write the chat's own context. Nothing the chat changes is
+dropped silently: after every turn an adapter asks ``ContextSync.changes`` what to report, and
+gets
+
+- a ``context_set`` for each declared variable the chat changed that the run may take (a derived
+  flag set explicitly to a boolean is one: the engine records it as a flip whose cause names the
+  tool or agent), and
+- a ``warning`` for each change the run may not take (a declarative constant, the base, an
+  environment variable in production, a value of another type or a credential-looking one),
+  naming the variable, the refused value, who tried and the rule broken; once per name and
+  value, so a chat that keeps the refused value does not repeat it every turn.
+
+The rule itself is the engine's (``context_set_refusal``); this module only diffs. Django-free.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from runs.engine import BASE_FLAGS, RunState, context_set_refusal, redact_credentials
+from runs.engine.format import RESERVED_NAMES, ContextVariablesFile, json_value_problem
+
+__all__ = ["UNSTORABLE_PREVIEW_CHARS", "WARNING_VALUE_MAX_CHARS", "ContextSync"]
+
+UNSTORABLE_PREVIEW_CHARS = 200  # a warning about a non-JSON value keeps this much of its repr
+WARNING_VALUE_MAX_CHARS = 2_000  # a larger refused value is shown by the start of its JSON
+
+
+class ContextSync:
+    """Diff a chat's own context against the run's state: what to report."""
+
+    def __init__(self, config: ContextVariablesFile, *, production: bool) -> None:
+        if not isinstance(config, ContextVariablesFile):
+            raise TypeError(
+                f"config: must be a ContextVariablesFile (runs.engine.load_config(...).config), "
+                f"not {type(config).__name__}"
+            )
+        self.config = config
+        self.production = production
+        # Base names first, then the declared variables in canonical order: a stable order.
+        names = [*sorted(RESERVED_NAMES), *BASE_FLAGS]
+        names += [name for name in config.categories() if name not in names]
+        self.names: tuple[str, ...] = tuple(names)
+        self._warned: set[tuple[str, str]] = set()
+
+    def changes(
+        self,
+        data: Mapping[str, Any],
+        state: RunState,
+        *,
+        agent: str | None = None,
+        tool: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run events to emit, in a deterministic order: a context_set for each declared
+        variable whose value in `data` differs from the state and that the run may take
+        (derived flags: booleans), a warning for each it may not (once per name and value)."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"data: must be a mapping, not {type(data).__name__}")
+        environment = "production" if self.production else state.environment
+        known = state.context
+        who: dict[str, Any] = {}
+        if agent is not None:
+            who["agent"] = agent
+        if tool is not None:
+            who["tool"] = tool
+        events: list[dict[str, Any]] = []
+        for name in self.names:
+            if name not in data:
+                continue
+            value = data[name]
+            if name in known and _same(known[name], value):
+                continue
+            unstorable = json_value_problem(value)
+            if unstorable is not None:
+                rule, problem = "type", f"value: {unstorable}"
+            else:
+                refusal = context_set_refusal(self.config, name, value, environment=environment)
+                if refusal is None:
+                    events.append(
+                        {"type": "context_set", "name": name, "value": copy.deepcopy(value), **who}
+                    )
+                    continue
+                rule, problem = refusal.rule, refusal.problem
+            key = (name, _fingerprint(value))
+            if key in self._warned:
+                continue
+            self._warned.add(key)
+            events.append({
+                "type": "warning",
+                "name": name,
+                "value": _reportable(value, unstorable=unstorable is not None),
+                **who,
+                "rule": rule,
+                "text": problem,
+            })
+        return events
+
+
+def _same(known: Any, value: Any) -> bool:
+    """Equal and of the same type (``True`` is not ``1``, ``1.0`` is not ``1``)."""
+    if type(known) is not type(value):
+        return False
+    try:
+        return bool(known == value)
+    except Exception:  # a chat's own object with a hostile __eq__
+        return False
+
+
+def _fingerprint(value: Any) -> str:
+    """A stable key for "this value was already warned about" (types kept: true is not 1)."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return f"{type(value).__qualname__}:{_safe_repr(value)}"
+
+
+def _reportable(value: Any, *, unstorable: bool) -> Any:
+    """What a warning may carry of a refused value: never a secret, always plain JSON (a
+    value that is not is shown by the start of its repr)."""
+    if unstorable:
+        shown: Any = _safe_repr(value)[:UNSTORABLE_PREVIEW_CHARS]
+    else:
+        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        shown = value if len(encoded) <= WARNING_VALUE_MAX_CHARS else (
+            encoded[:WARNING_VALUE_MAX_CHARS] + "…"
+        )
+    redacted, _ = redact_credentials(shown)
+    return copy.deepcopy(redacted)
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{type(value).__qualname__}>"
