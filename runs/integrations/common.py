@@ -35,6 +35,7 @@ __all__ = [
     "describe_cause",
     "load_config_arg",
     "open_run",
+    "refusal_message",
     "text_of",
     "tool_data",
 ]
@@ -153,6 +154,15 @@ def _accepts_runtime(reporter: RunReporter) -> bool:
     import inspect
 
     return "runtime" in inspect.signature(reporter.start).parameters
+
+
+def refusal_message(event: Mapping[str, Any]) -> str:
+    """The words of a ``warning`` event ContextSync produced: who set what, and the rule."""
+    who = " ".join(f"{key} {event[key]}" for key in ("tool", "agent") if key in event)
+    return (
+        f"{who or 'the chat'} set {event['name']} to {event['value']!r}: refused "
+        f"({event['text']}); recorded as a warning event"
+    )
 
 
 def text_of(content: Any) -> str | None:

@@ -77,6 +77,8 @@ async def test_a_single_agents_tools_variables_and_flags() -> None:
         "type": "context_set",
         "name": "plan_owner",
         "value": "tool",
+        "agent": "Planner",
+        "tool": "save_plan",
         "seq": 1,
     }
     assert session.context["plan_owner"] == "tool" and session.context["said_done"] is True

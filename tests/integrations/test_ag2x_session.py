@@ -8,7 +8,8 @@ import logging
 from typing import Any
 
 import pytest
-from ag2.network import TransitionGraph
+from ag2.network import AgentTarget, ChannelInject, FromSpeaker, Transition, TransitionGraph
+from ag2.network.workflow_helpers import set_context
 
 from runs.engine import build_context, replay
 from runs.integrations.ag2 import ContextRule, HandoffRuleError, attach
@@ -241,8 +242,15 @@ async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_re
     ]
     assert [f.name for f in session.flips] == ["asked_twice", "planned", "tool_failed"]
     sets = [e for e in session.events if e["type"] == "context_set"]
-    assert sets == [
-        {"type": "context_set", "name": "plan_owner", "value": "tool", "seq": sets[0]["seq"]}
+    assert sets == [  # who set it: the agent and the tool it was running
+        {
+            "type": "context_set",
+            "name": "plan_owner",
+            "value": "tool",
+            "agent": "Planner",
+            "tool": "record_plan",
+            "seq": sets[0]["seq"],
+        }
     ]
     responses = [e for e in session.events if e["type"] == "tool_response"]
     assert [(e["tool"], e["status"]) for e in responses] == [
@@ -457,3 +465,49 @@ async def test_a_flip_posted_from_a_hub_listener_would_route_one_turn_late() -> 
     # NEXT, then the user still speaks: the flip landed after the fold chose the next speaker.
     assert spoken == ["user", "InterviewAgent", "user", "InterviewAgent", "user", "Planner"]
     await hub.close()
+
+
+async def set_flags(channel: ChannelInject) -> str:
+    """Set a derived flag and try to change a declarative constant (refused: a warning)."""
+    await set_context(channel, "interview_complete", True)
+    await set_context(channel, "product_tier", "gold")
+    return "set"
+
+
+async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_warns() -> None:
+    workflow = await two_stage(
+        interview=["Question?"],
+        answers=[],
+        planner=[ToolCall("set_flags"), "Flags set."],
+        tools=[set_flags],
+    )
+    ids = workflow.hub.name_to_id_map()
+    workflow.graph.transitions.insert(
+        0, Transition(FromSpeaker(ids["InterviewAgent"]), AgentTarget(ids["Planner"]))
+    )
+    session = attach(
+        workflow.graph,
+        config(
+            INTERVIEW_DONE,
+            handoffs=[{**TO_PLANNER, "source_agent": "Planner", "target_agent": "Closer"}],
+        ),
+        workflow_name="W",
+        enterprise_id="e",
+        environ={},
+        **workflow.attach_args(),
+    )
+    with session:
+        await workflow.run(session)
+    sets = [e for e in session.events if e["type"] in ("context_set", "warning")]
+    assert [(e["type"], e["name"], e["value"]) for e in sets] == [
+        ("context_set", "interview_complete", True),
+        ("warning", "product_tier", "gold"),
+    ]
+    assert sets[0]["agent"] == "Planner"
+    assert [(f.name, f.cause.get("type")) for f in session.flips] == [
+        ("interview_complete", "context_set")
+    ]
+    # The flag the tool set routes the Planner's packet: rule 0 (Planner -> Closer) fired.
+    assert speakers(session)[-2:] == ["Planner", "Closer"]
+    assert any("product_tier" in w for w in session.warnings)
+    await workflow.hub.close()

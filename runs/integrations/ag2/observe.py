@@ -71,9 +71,15 @@ class _TurnObserver(BaseMiddleware):
         return response
 
     async def on_tool_execution(self, call_next: Any, event: Any, context: Any) -> Any:
-        result = await call_next(event, context)
-        if self.session is not None:
-            await self.session.tool_ended(self.hook.agent, event, result, context)
+        session = self.session
+        if session is None:
+            return await call_next(event, context)
+        session.tool_started(self.hook.agent, event)
+        try:
+            result = await call_next(event, context)
+        finally:
+            session.tool_started(self.hook.agent, None)
+        await session.tool_ended(self.hook.agent, event, result, context)
         return result
 
 

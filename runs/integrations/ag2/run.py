@@ -20,9 +20,8 @@ import ag2
 from runs.client import RunReporter
 from runs.engine import TEXT_MAX_CHARS, Applied, EventError, Flip, RunState
 from runs.engine.format import ContextVariablesFile
-from runs.integrations.common import completed_overview, tool_data
-
-from .sync import ContextSync
+from runs.integrations.common import completed_overview, refusal_message, tool_data
+from runs.integrations.context_sync import ContextSync
 
 __all__ = ["RunSession", "runtime"]
 
@@ -158,10 +157,14 @@ class RunSession:
         self, data: Mapping[str, Any], *, agent: str | None = None, tool: str | None = None
     ) -> list[Flip]:
         """Report what the workflow changed in its context (a tool's ``set_context``): a
-        declared variable's change is a ``context_set``, a refused one a ``warning``."""
-        declared = {name: value for name, value in data.items() if name in self._declared}
+        declared variable's change is a ``context_set`` (a derived flag set to a boolean is a
+        flip), a refused one a ``warning`` (in ``session.warnings`` too)."""
         flips: list[Flip] = []
-        for event in self._sync.changes(declared, self.state, agent=agent, tool=tool):
+        for event in self._sync.changes(data, self.state, agent=agent, tool=tool):
+            if event["type"] == "warning":
+                message = refusal_message(event)
+                self.warnings.append(message)
+                logger.warning("%s", message)
             applied = self._emit(event)
             if applied is not None:
                 flips.extend(applied.flips)

@@ -40,6 +40,7 @@ class Observer(Protocol):
 
     def watching(self, context: Any) -> bool: ...
     def turn_started(self, agent: str, context: Any) -> None: ...
+    def tool_started(self, agent: str, call: Any) -> None: ...
     async def turn_ended(self, agent: str, response: Any, context: Any) -> None: ...
     async def tool_ended(self, agent: str, call: Any, result: Any, context: Any) -> None: ...
     async def envelope_posted(self, envelope: Any, metadata: Any) -> None: ...
@@ -160,6 +161,7 @@ class WorkflowSession(RunSession):
         self._listener = SessionListener(self, self._marker)
         self._hooks: list[SessionHook] = []
         self._graphs = GraphCache()
+        self._tools: dict[str, str] = {}  # agent -> the tool it is running (set_context's who)
 
     # -- what the user passes to open() ----------------------------------------------------------
     def knobs(self, **extra: Any) -> dict[str, Any]:
@@ -235,6 +237,12 @@ class WorkflowSession(RunSession):
     def turn_started(self, agent: str, context: Any) -> None:
         self.observed += 1
 
+    def tool_started(self, agent: str, call: Any) -> None:
+        if call is None:
+            self._tools.pop(agent, None)
+        else:
+            self._tools[agent] = call.name
+
     async def turn_ended(self, agent: str, response: Any, context: Any) -> None:
         flips: list[Flip] = []
         try:
@@ -273,7 +281,8 @@ class WorkflowSession(RunSession):
                 sets, _ = context_set_of(envelope)
                 state = self.hub.adapter_state(envelope.channel_id)
                 if state is not None and sets:
-                    self.sync(state.context_vars, agent=self._name(sender))
+                    name = self._name(sender)
+                    self.sync(state.context_vars, agent=name, tool=self._tools.get(name))
             elif envelope.event_type == EV_PACKET:
                 self._handoff(envelope)
         except Exception:
@@ -367,6 +376,9 @@ class AgentSession(RunSession):
 
     def watching(self, context: Any) -> bool:
         return context.dependencies.get(CHANNEL_DEP) is None
+
+    def tool_started(self, agent: str, call: Any) -> None:
+        return None
 
     def turn_started(self, agent: str, context: Any) -> None:
         self.observed += 1

@@ -50,6 +50,7 @@ from runs.integrations.common import (
     check_rules,
     completed_overview,
     load_config_arg,
+    refusal_message,
     text_of,
     tool_data,
 )
@@ -470,11 +471,7 @@ class AG2Session:
         it (the chat goes on either way; the warning is in ``session.warnings`` too)."""
         for event in self._sync.changes(self.context.data, self.state, agent=agent, tool=tool):
             if event["type"] == "warning":
-                who = " ".join(f"{key} {event[key]}" for key in ("tool", "agent") if key in event)
-                message = (
-                    f"{who or 'the chat'} set {event['name']} to {event['value']!r}: refused "
-                    f"({event['text']}); recorded as a warning event"
-                )
+                message = refusal_message(event)
                 self.warnings.append(message)
                 logger.warning("%s", message)
             self._emit(event)
