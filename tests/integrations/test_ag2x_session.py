@@ -511,3 +511,22 @@ async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_
     assert speakers(session)[-2:] == ["Planner", "Closer"]
     assert any("product_tier" in w for w in session.warnings)
     await workflow.hub.close()
+
+
+async def test_a_workflow_that_raises_pauses_the_run() -> None:
+    workflow = await two_stage(interview=["NEXT"], answers=[])
+    session = attach(
+        workflow.graph,
+        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
+        workflow_name="W",
+        enterprise_id="e",
+        environ={},
+        **workflow.attach_args(),
+    )
+    with pytest.raises(TimeoutError):
+        async with session:
+            await session.finished(timeout=0.05)  # the channel was never opened
+    assert session.state.get("execution.status") == "paused"  # resumable with run_id=...
+    assert session.events[-1] == {"type": "run_status", "status": "paused", "seq": 1}
+    assert any("observed no AG2 1.x events" in w for w in session.warnings)
+    await workflow.hub.close()
