@@ -27,7 +27,33 @@ from runs.integrations.ag2.scripted import (
     scripted_agent,
 )
 
-__all__ = ["ToolCall", "Workflow", "failing_tool", "record_plan", "two_stage"]
+from .chats import derived
+
+__all__ = [
+    "INTERVIEW_DONE",
+    "TO_PLANNER",
+    "ToolCall",
+    "Workflow",
+    "failing_tool",
+    "record_plan",
+    "speakers",
+    "two_stage",
+]
+
+INTERVIEW_DONE = derived(
+    "interview_complete",
+    {"type": "agent_text", "agent": "InterviewAgent", "match": {"equals": "NEXT"}},
+)
+TO_PLANNER = {
+    "source_agent": "InterviewAgent",
+    "target_agent": "Planner",
+    "condition": "${interview_complete}",
+}
+
+
+def speakers(session: Any) -> list[str]:
+    """Who spoke, in order (the run's agent_text events)."""
+    return [e["agent"] for e in session.events if e["type"] == "agent_text"]
 
 
 @dataclass

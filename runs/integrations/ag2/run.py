@@ -23,7 +23,7 @@ from runs.engine.format import ContextVariablesFile
 from runs.integrations.common import completed_overview, refusal_message, tool_data
 from runs.integrations.context_sync import ContextSync
 
-__all__ = ["RunSession", "runtime"]
+__all__ = ["RunSession", "result_text", "runtime"]
 
 logger = logging.getLogger("runs.integrations.ag2")
 
@@ -201,3 +201,16 @@ class RunSession:
 
     def _context_copy(self) -> dict[str, Any]:
         return copy.deepcopy(self.state.context)
+
+
+def result_text(result: Any) -> str:
+    """A tool result's text: its text parts, else its parts' data as JSON-ish text."""
+    parts = getattr(getattr(result, "result", None), "parts", None) or []
+    texts = []
+    for part in parts:
+        content = getattr(part, "content", None)
+        if isinstance(content, str):
+            texts.append(content)
+        elif getattr(part, "data", None) is not None:
+            texts.append(str(part.data))
+    return "\n".join(texts)
