@@ -55,7 +55,9 @@ METHOD = """\
   (up), a closed port (down) and a stand-in answering every request after 200 ms in its own
   process (slow). The cost is the wall time (and the chat thread's CPU time) of each
   `session.observe` call that produced a run event. The sending runs on the reporter's thread
-  and is not counted, except where it takes the GIL from the chat.
+  and is not counted, except where it takes the GIL from the chat. B9 needs AG2 Classic (the
+  `autogen` extra): without it the run prints B9 as skipped, with the command that installs it
+  (`pip install -e ".[autogen]"`), and still measures and writes the other figures.
 - B10 and B11 (`bench/scale.py`) each run on their own fresh database and Daphne (in-memory
   layer). B10 POSTs one run's events in batches of 1,000 with `seq`, back to back, and at
   100,000 events (the baseline) and at 1,000,000 measures: the database's growth per event

@@ -339,6 +339,17 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
             and after.number == head.number
             and workflow.published_version_id != after.pk
         )
+        # "Revert to this" asks first: ?revert=N shows head → N (what the revert changes) and
+        # the form that does it
+        revert = _int_param(request, "revert", 0)
+        confirm_revert = (
+            may_change
+            and head is not None
+            and after is not None
+            and revert == after.number != head.number
+            and before is not None
+            and before.number == head.number
+        )
         impact_report, impact_error = None, ""
         if after is not None and request.GET.get("impact") == "1":
             impact_report, impact_error = _impact_of(workflow=workflow, version=after)
@@ -362,6 +373,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
             "diff": selectors.versions_diff(before=before, after=after) if after else None,
             "may_change": may_change,
             "can_approve": can_approve,
+            "confirm_revert": confirm_revert,
             "own_draft": can_approve and after.author_id == request.user.pk,
             "review_required": selectors.review_required(),
             **(extra_context or {}),

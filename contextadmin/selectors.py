@@ -363,6 +363,23 @@ def workflow_version_get(*, workflow: Workflow, number: int) -> WorkflowVersion:
     return version
 
 
+def workflow_version_matching(
+    *, workflow: Workflow | None, digest: str, number: int | None = None
+) -> int | None:
+    """Return the number of the workflow's version whose export has this SHA-256 ``digest``:
+    ``number`` when that one matches, else the newest that does; None when none does."""
+    if workflow is None:
+        return None
+    numbers = list(
+        WorkflowVersion.objects.filter(workflow=workflow, digest=digest)
+        .order_by("-number")
+        .values_list("number", flat=True)
+    )
+    if number in numbers:
+        return number
+    return numbers[0] if numbers else None
+
+
 def version_status(*, workflow: Workflow, version: WorkflowVersion) -> str:
     """Say what a version is to pipelines: published, draft (newer) or superseded (older)."""
     published = workflow.published_version_id
@@ -411,7 +428,8 @@ def workflow_export_version(
     ``version`` is a number, ``"draft"`` (the newest version, published or not) or None (the
     published one). One query whatever the size of the workflow: the export is stored with the
     version. A workflow that has never had a version (rows written outside the admin, say) is
-    served from its rows, with ``number`` None.
+    served from its rows, with ``number`` None. The body starts with the ``version`` key (the
+    number and the digest of the definitions) that a runtime sends back at run start.
     """
     if environment not in ENVIRONMENTS:
         raise UnknownEnvironment(
@@ -430,12 +448,16 @@ def workflow_export_version(
                     f"version: {workflow.name} has no published version yet "
                     "(a draft awaits review; ask for ?version=draft to see it)"
                 )
-            body = workflow_export(workflow=workflow, environment=environment)
+            body = fmt.export_with_version(
+                workflow_export(workflow=workflow, environment=environment), number=None
+            )
             return ExportedVersion(body, None, _etag(body), "unversioned")
     elif version == "draft":
         found = rows.order_by("-number").first()
         if found is None:
-            body = workflow_export(workflow=workflow, environment=environment)
+            body = fmt.export_with_version(
+                workflow_export(workflow=workflow, environment=environment), number=None
+            )
             return ExportedVersion(body, None, _etag(body), "unversioned")
     elif isinstance(version, int) and not isinstance(version, bool):
         found = rows.filter(number=version).first()
@@ -443,7 +465,9 @@ def workflow_export_version(
             raise VersionNotFound(f"version: {workflow.name} has no version {version}")
     else:
         raise VersionNotFound(f"version: expected a number or 'draft', got {version!r}")
-    body = found.export_for(environment).encode("utf-8")
+    body = fmt.export_with_version(
+        found.export_for(environment).encode("utf-8"), number=found.number
+    )
     return ExportedVersion(
         body, found.number, _etag(body), version_status(workflow=workflow, version=found)
     )

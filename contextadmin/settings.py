@@ -179,6 +179,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["contextadmin.formats"]  # times as the inspector writes them, in UTC
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -101,7 +101,9 @@ def fields_check(body: dict[str, Any], *, allowed: set[str]) -> None:
 
 
 # -- runs -------------------------------------------------------------------------------------
-RUN_START_FIELDS = {"workflow", "enterprise_id", "run_id", "environment", "context"}
+RUN_START_FIELDS = {
+    "workflow", "enterprise_id", "run_id", "environment", "context", "runtime", "definitions",
+}
 
 
 @api_view(methods=("POST",))
@@ -115,6 +117,8 @@ def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]
         run_id=body.get("run_id"),
         environment=body.get("environment"),
         context=body.get("context"),
+        runtime=body.get("runtime"),
+        definitions=body.get("definitions"),
         token=caller.token,
     )
     run = started.run

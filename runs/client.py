@@ -1,4 +1,5 @@
-"""A small client an agent runtime uses to report a run (stdlib only, no Django).
+"""A small client an agent runtime uses to report a run (no Django: the standard library and
+the engine's format, for the definitions it ran with: ``runs.client_definitions``).
 
 Two modes. **Blocking** (the default, for scripts such as ``simulate_run``): ``event()`` queues
 and sends a batch from the caller's thread when it is full or due, retrying up to ``retries``
@@ -32,6 +33,10 @@ a client's ``run_id``), so the chat never waits for the server to answer.
   already has and stores each event once.
 - ``close(timeout=...)`` waits up to ``timeout`` seconds for everything to be acknowledged and
   says whether it was; what is left stays in the spool for a later ``resume``.
+- **A refused start** (a bad token, an unknown workflow: a 4xx): one error names the cause and
+  the fix; the run's events stay in the spool, or in memory up to ``capacity``, and
+  ``retry_start()`` (or ``resume`` in a later process, from the spool) sends them once the
+  operator has fixed the cause. ``wait_started()`` says whether the run exists on the server.
 """
 
 from __future__ import annotations
@@ -48,12 +53,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from runs.client_definitions import declared_mapping, definitions_fetch
+from runs.client_refusals import start_refused_message
 from runs.engine import RUN_ENDED_STATUSES
+from runs.engine.format import ContextVariablesFile
 
 logger = logging.getLogger(__name__)
 
@@ -159,11 +167,15 @@ class RunReporter:
         run_id: str | None = None,
         environment: str | None = None,
         context: dict[str, Any] | None = None,
+        definitions: ContextVariablesFile | Mapping[str, Any] | None = None,
+        runtime: Mapping[str, str] | None = None,
     ) -> str:
         """Start a run on the server and return its id (a retried start is idempotent by id).
 
-        In background mode the request is queued and the id (``run_id`` or a new one) returned
-        at once.
+        ``definitions``: what the runtime runs with (a parsed config is sent as its canonical
+        export with its version and digest), so the run is pinned to them; ``runtime``: what
+        reports it (``runs.client_definitions.runtime_info``). In background mode the request
+        is queued and the id (``run_id`` or a new one) returned at once.
         """
         body: dict[str, Any] = {"workflow": workflow, "enterprise_id": enterprise_id}
         if run_id is None and self._background:
@@ -174,6 +186,10 @@ class RunReporter:
             body["environment"] = environment
         if context is not None:
             body["context"] = context
+        if definitions is not None:
+            body["definitions"] = declared_mapping(definitions)
+        if runtime is not None:
+            body["runtime"] = dict(runtime)
         if self._background:
             assert run_id is not None
             self.run_id = run_id
@@ -187,6 +203,40 @@ class RunReporter:
         self.last_acked_seq = last_seq
         self._next_seq = last_seq + 1
         return answer["run_id"]
+
+    def definitions(
+        self,
+        workflow: str,
+        *,
+        environment: str = "development",
+        version: int | str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> ContextVariablesFile:
+        """Fetch the workflow's published definitions (``version`` N or ``"draft"``: another),
+        parsed, for ``attach``: the ETag is cached (in memory, and in ``cache_dir``), so an
+        unchanged version costs a 304; a server that is down falls back to the cached copy."""
+        return definitions_fetch(
+            base_url=self.base_url,
+            token=self.token,
+            workflow=workflow,
+            environment=environment,
+            version=version,
+            cache_dir=cache_dir,
+            timeout=self.timeout,
+        )
+
+    def wait_started(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` for the server to answer the run start; return whether the
+        run exists there (False: refused, see ``error``, or no answer yet)."""
+        if self._sender is None:
+            return self.state is not None
+        return self._sender.wait_started(timeout)
+
+    def retry_start(self) -> None:
+        """Send a refused run start again, with the events kept since (background mode), once
+        the cause is fixed (a new token: set ``token`` first)."""
+        if self._sender is not None:
+            self._sender.retry_start()
 
     def fetch_state(self, run_id: str) -> dict[str, Any]:
         """GET the run's latest state (``{"seq", "state", "provenance", "flips"}``); blocking."""
@@ -443,6 +493,12 @@ class _BackgroundSender:
             if event.get("type") == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
                 self.ended = True
         self.outage_logged = False
+        self.started = start_body is None  # the run exists on the server (resumed: it does)
+        self.start_answered = threading.Event()  # set once the server answered the start
+        if self.started:
+            self.start_answered.set()
+        self.start_refused: str | None = None  # why the server refused the start, if it did
+        self.retry_requested = False
         self.closed: bool | None = None  # close()'s answer, once closed
         self.connection: http.client.HTTPConnection | None = None
         self.path_prefix = ""
@@ -492,7 +548,7 @@ class _BackgroundSender:
         if self.stopped:  # after close(): nothing sends or spools any more
             reporter.dropped += 1
             return
-        if self.given_up:  # kept in the spool for a later resume, if there is one
+        if self.given_up and self.start_refused is None:  # kept in the spool for a resume
             if self.spool is not None:
                 self.spool.write(b'{"event":' + data + b"}\n")
             else:
@@ -510,6 +566,8 @@ class _BackgroundSender:
             return
         if len(self.queue) >= reporter.capacity:
             reporter.dropped += 1
+            if self.start_refused is not None:  # already said: kept up to capacity
+                return
             self.given_up = True
             reporter.error = (
                 f"more than {reporter.capacity} unsent events and no spool: reporting of "
@@ -551,9 +609,17 @@ class _BackgroundSender:
         if not delivered:
             unsent = self.last_enqueued - self.reporter.last_acked_seq
             where = f"kept in {self.spool_path}" if self.spool_path else "lost"
-            logger.error(
-                "run %s: %d events not acknowledged at close (%s)", self.run_id, unsent, where
-            )
+            if self.start_refused is not None:  # its one error named the cause and the fix
+                logger.warning(
+                    "run %s: %d events not sent, its start was refused (%s)",
+                    self.run_id,
+                    unsent,
+                    where,
+                )
+            else:
+                logger.error(
+                    "run %s: %d events not acknowledged at close (%s)", self.run_id, unsent, where
+                )
         self.closed = delivered
         return delivered
 
@@ -561,6 +627,8 @@ class _BackgroundSender:
     def _run(self) -> None:
         reporter = self.reporter
         delay = reporter.backoff
+        if self.start_refused is not None and not self._wait_for_retry():
+            return
         while True:
             if not self._wait_for_batch():
                 return
@@ -569,6 +637,8 @@ class _BackgroundSender:
                 if self.start_body is not None:
                     self._post("/api/runs/", _encode(self.start_body))
                     self.start_body = None
+                    self.started = True
+                    self.start_answered.set()
                 else:
                     seqs, body = self._next_batch()
                     if seqs:
@@ -576,8 +646,13 @@ class _BackgroundSender:
                         self._sent(len(seqs), answer)
             except ReportError as exc:
                 if exc.status is not None and exc.status not in RETRYABLE_STATUSES:
-                    self._give_up(str(exc))
-                    return
+                    if self.started:
+                        self._give_up(str(exc))
+                        return
+                    self._start_refuse(exc)
+                    if not self._wait_for_retry():
+                        return
+                    continue
                 retry_after = exc.retry_after
                 if not self.outage_logged:
                     self.outage_logged = True
@@ -710,6 +785,61 @@ class _BackgroundSender:
                 self.first_queued_at = time.monotonic()
             self.reporter._acknowledged(answer)
             self.condition.notify_all()
+
+    def wait_started(self, timeout: float | None) -> bool:
+        self.start_answered.wait(timeout)
+        return self.started
+
+    def retry_start(self) -> None:
+        with self.condition:
+            if self.start_refused is None:
+                return
+            self.retry_requested = True
+            self.condition.notify_all()
+            if not self.stopped:
+                return
+            # Closed already (the chat has ended): a new thread sends what was kept.
+            self.stopped = False
+            self.closed = None
+            if self.spool_path is not None:
+                self.spool = self.spool_path.open("ab", buffering=0)
+            self.thread = threading.Thread(
+                target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
+            )
+        atexit.register(self.reporter._flush_at_exit)
+        self.thread.start()
+
+    def _start_refuse(self, exc: ReportError) -> None:
+        """Keep the events (spool, or memory up to capacity) and say once why and what to do."""
+        message = start_refused_message(
+            run_id=self.run_id,
+            cause=str(exc),
+            status=exc.status,
+            workflow=(self.start_body or {}).get("workflow"),
+            spool_path=self.spool_path,
+            capacity=self.reporter.capacity,
+        )
+        with self.condition:
+            self.start_refused = str(exc)
+            self.given_up = True
+            self.reporter.error = message
+            self.condition.notify_all()
+        self.start_answered.set()
+        logger.error("%s", message)
+
+    def _wait_for_retry(self) -> bool:
+        """Wait for ``retry_start()`` (True) or ``close()`` (False)."""
+        with self.condition:
+            while not self.stopped and not self.retry_requested:
+                self.condition.wait()
+            if self.stopped:
+                return False
+            self.retry_requested = False
+            self.given_up = False
+            self.start_refused = None
+            self.start_answered.clear()
+            self.reporter.error = None
+            return True
 
     def _give_up(self, why: str) -> None:
         with self.condition:

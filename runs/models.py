@@ -32,7 +32,24 @@ class Run(models.Model):
     workflow_version = models.PositiveIntegerField(
         null=True,
         blank=True,
-        help_text="the published version number pinned at start (None: an unversioned workflow)",
+        help_text="the version number pinned at start (None: an unversioned workflow, or "
+        "definitions not published here)",
+    )
+    DefinitionsSource = models.TextChoices(
+        "DefinitionsSource",
+        [
+            ("PUBLISHED", "published"),  # the runtime sent none: the version published at start
+            ("VERSION", "version"),  # the runtime ran with a version this server has
+            ("RUNTIME", "runtime"),  # the runtime's own definitions, not published here
+        ],
+    )
+    definitions_source = models.CharField(
+        max_length=16, choices=DefinitionsSource.choices, default=DefinitionsSource.PUBLISHED
+    )
+    definitions_declared = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='the version key the runtime\'s definitions carried: {"number", "digest"}',
     )
     enterprise_id = models.CharField(max_length=200, db_index=True)
     environment = models.CharField(

@@ -79,6 +79,11 @@ class StateAt:
         return {
             "seq": self.seq,
             "workflow_version": run.workflow_version,  # the version the run pinned
+            "definitions": {  # what it pinned: a version of this server, or the runtime's own
+                "source": run.definitions_source,
+                "digest": f"sha256:{run.definitions_hash}",
+            },
+            "runtime": run.runtime,  # what reported the run: {"framework", "version", "sdk"}
             # agent and world: {} in a state stored before seed 004's namespaces
             "state": {k: self.state.get(k, {}) for k in NAMESPACES},
             "provenance": run.provenance,
@@ -101,6 +106,9 @@ def run_snapshot(*, run_id: str, after: int | None) -> dict[str, Any]:
     hand-off readiness then, and the run's summary."""
     run = run_get(run_id=run_id)
     state = run_state_at(run=run, seq=after).as_response(run)
+    # the run's last event as stored: the page's "Last event" for every event up to the
+    # summary's event_count, however late the page replays them
+    run.last_event_at = run_last_event_at(run=run)  # type: ignore[attr-defined]
     return {"type": "snapshot", **state, "run": run_summary(run=run)}
 
 
@@ -385,11 +393,9 @@ def workflow_rows() -> list[WorkflowRow]:
     rows = (
         Workflow.objects.order_by("name")
         .annotate(
-            published_number=Subquery(
-                WorkflowVersion.objects.filter(pk=OuterRef("published_version_id")).values(
-                    "number"
-                )[:1]
-            ),
+            # the workflow's own pointer (set only when a version is published); a subquery
+            # on WorkflowVersion would join its default ordering's workflow and read another's
+            published_number=F("published_version__number"),
             head_number=Subquery(head.values("number")[:1]),
             last_run_id=Subquery(last_run.values("pk")[:1]),
             last_run_status=Subquery(last_run.values("status")[:1]),
@@ -576,13 +582,20 @@ def run_export_header(*, run: Run) -> dict[str, Any]:
             "status": run.status,
             "started_at": run.started_at.isoformat() if run.started_at else None,
             "ended_at": run.ended_at.isoformat() if run.ended_at else None,
+            "last_event_at": _isoformat(run_last_event_at(run=run)),
             "last_seq": run.last_seq,
+            "workflow_version": run.workflow_version,
             "definitions": run.definitions,
+            "runtime": run.runtime,
             "provenance": run.provenance,
             "warnings": run.warnings,
             "initial_state": initial,
         }
     }
+
+
+def _isoformat(moment: dt.datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
 
 
 # -- retention: what prune_runs would delete ------------------------------------------------------

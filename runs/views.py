@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -13,11 +14,10 @@ from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from contextadmin.selectors import workflow_config, workflow_get
-from runs import selectors
+from runs import run_definitions, selectors
 from runs.engine import (
     EVENT_TYPES,
     RUN_ENDED_STATUSES,
@@ -120,9 +120,19 @@ def home(request: HttpRequest) -> HttpResponse:
             "changes": selectors.recent_changes(),
             "checklist": selectors.first_run_checklist(),
             "server_url": request.build_absolute_uri("/").rstrip("/"),
+            "demo_env": _demo_mongo_env(settings.MONGODB_URI),
             "stale_after_s": selectors.run_stale_after_s(),
         },
     )
+
+
+def _demo_mongo_env(uri: str) -> str:
+    """What the demo runtime needs in front of its command to look up ``concept_overview`` in
+    the server's MongoDB, as ``scripts/run`` prints it; empty when none is configured or the
+    URI carries a password (never shown)."""
+    if not uri or "@" in uri:
+        return ""
+    return f"MONGODB_URI={shlex.quote(uri)} "
 
 
 # -- runs -----------------------------------------------------------------------------------
@@ -147,6 +157,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
     if as_json:
         return json_response({"runs": runs, "next": page.next_cursor, "prev": page.prev_cursor})
     query = {key: value for key, value in search.items() if value}
+    # back at the newest runs through "Newer": the newest page (live), not an older one
+    paged = bool(before) or bool(after and page.prev_cursor)
     return render(
         request,
         "runs/run_list.html",
@@ -154,7 +166,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "filters": search,
             "runs": runs,
             "error": error,
-            "paged": bool(before or after),
+            "paged": paged,
             "older_query": urlencode({**query, "before": page.next_cursor})
             if page.next_cursor
             else "",
@@ -164,7 +176,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "newest_query": urlencode(query),
             "list_meta": {
                 "filters": search,
-                "paged": bool(before or after),
+                "paged": paged,
                 "stale_after_s": selectors.run_stale_after_s(),
             },
             "workflows": selectors.run_workflow_names(),
@@ -200,7 +212,14 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     return render(
         request,
         "runs/run_detail.html",
-        {"run": run, "page": page, "ws_path": f"/ws/runs/{run.pk}/", "version": _run_version(run)},
+        {
+            "run": run,
+            "page": page,
+            "ws_path": f"/ws/runs/{run.pk}/",
+            "version": _run_version(run),
+            "definitions_diff": run_definitions.run_definitions_diff(run=run),
+            "runtime": run_definitions.runtime_label(run.runtime),
+        },
     )
 
 
@@ -212,20 +231,7 @@ def run_version(request: HttpRequest, run_id: str) -> dict[str, Any]:
 
 
 def _run_version(run: Run) -> dict[str, Any]:
-    """The version the run pinned, a link to it in the workflow's History, and whether a newer
-    version is published now (the run keeps the one it started with)."""
-    number = run.workflow_version
-    published = selectors.run_published_version(run=run)
-    url = ""
-    if number is not None and run.workflow_id is not None:
-        history = reverse("admin:contextadmin_workflow_history", args=[run.workflow_id])
-        url = f"{history}?{urlencode({'to': number})}"
-    return {
-        "number": number,
-        "url": url,
-        "published": published,
-        "outdated": number is not None and published is not None and published > number,
-    }
+    return run_definitions.run_version_describe(run=run)
 
 
 def _variables_meta(definitions: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -86,7 +86,7 @@ def demo_ag2_run(*, site: NewcomerSite, workdir: Path) -> str:
 
 def run_page_screenshot(*, site: NewcomerSite, run_id: str, output: Path) -> None:
     """Log in through the admin form, open the run page and photograph it whole once it is
-    live, completed and showing its hand-offs' readiness."""
+    connected, completed and showing its hand-offs' readiness."""
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
@@ -100,7 +100,8 @@ def run_page_screenshot(*, site: NewcomerSite, run_id: str, output: Path) -> Non
             page.fill("#id_password", site.password)
             page.click("input[type=submit]")
             page.wait_for_url(f"{site.url}/runs/{run_id}/")
-            expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+            # connected to a run that has ended: the pill reads "ended", not "live"
+            expect(page.locator("#conn")).to_have_attribute("data-state", "ended")
             expect(page.locator("#run-status")).to_have_text("completed")
             expect(page.locator('#handoffs tr[data-status="holds"]').first).to_be_visible()
             page.wait_for_load_state("networkidle")

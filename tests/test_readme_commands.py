@@ -134,3 +134,11 @@ def test_scripts_run_serves_the_front_page_and_stops_everything(tmp_path, how):
         if script.poll() is None or pids_in_group(script.pid):
             os.killpg(script.pid, signal.SIGKILL)
             script.wait()
+
+
+def test_readme_lists_the_versions_document_and_how_to_turn_review_on():
+    """Issue 22 item 6: docs/versions.md was missing from the documentation list."""
+    readme = (PROJECT / "README.md").read_text()
+    documentation = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    assert "[docs/versions.md](docs/versions.md)" in documentation
+    assert "CONTEXTADMIN_REVIEW=on" in documentation

@@ -15,6 +15,7 @@ Entry points:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import keyword
 import math
@@ -44,6 +45,7 @@ __all__ = [
     "ENVIRONMENTS",
     "ENV_NUMBER_MAX_CHARS",
     "ENV_VALUE_MAX_CHARS",
+    "EXCHANGES_MAX",
     "JSON_MAX_DEPTH",
     "MAX_CONDITION_LENGTH",
     "MAX_OUTPUTS",
@@ -79,6 +81,7 @@ __all__ = [
     "DerivedVariable",
     "EnvironmentSource",
     "EnvironmentVariable",
+    "ExportVersion",
     "Handoff",
     "OutputMapping",
     "ParsedConfig",
@@ -87,11 +90,14 @@ __all__ = [
     "Trigger",
     "condition_names",
     "condition_problems",
+    "config_digest",
     "config_export_bytes",
     "config_export_dict",
     "config_problems",
     "credential_value_reason",
     "env_var_problem",
+    "export_digest",
+    "export_with_version",
     "is_secret_env_var",
     "json_nesting_exceeds",
     "json_schema",
@@ -123,6 +129,7 @@ RUN_ID_MAX_CHARS = 64
 RUN_ID_REGEX = rf"[A-Za-z0-9_-]{{1,{RUN_ID_MAX_CHARS}}}"
 RUN_ID_PATTERN = re.compile(rf"^{RUN_ID_REGEX}\Z")  # .match() is whole-string
 RUN_ID_RULE = f"1-{RUN_ID_MAX_CHARS} characters of A-Z, a-z, 0-9, _ and -"
+DIGEST_REGEX = r"^sha256:[0-9a-f]{64}$"  # an export's digest: "sha256:" and 64 hex digits
 
 
 def run_id_valid(value: object) -> bool:
@@ -159,6 +166,7 @@ MAX_OUTPUTS = 200  # output mappings of one workflow (each writes one distinct p
 STATE_PATH_MAX_CHARS = 200  # an output mapping's target path, namespace included
 STATE_PATH_MAX_KEYS = 16  # keys after the namespace
 OUTPUT_VALUE_MAX_BYTES = 2_000  # a mapped value (as JSON) kept in the state; larger: not written
+EXCHANGES_MAX = 200  # speaker pairs counted in execution.exchanges (the first ones; then no more)
 ENV_VALUE_MAX_CHARS = 1_000  # seed 000: env vars are "small booleans or short scalars"
 ENV_NUMBER_MAX_CHARS = 100  # an integer/number literal longer than this is not a flag value
 
@@ -712,6 +720,17 @@ class OutputMapping(_Model):
     ]
 
 
+class ExportVersion(_Model):
+    """The version an export was taken from, written by the server's export (DESIGN.md §3).
+
+    The loader ignores it; a runtime sends it at run start so the run is pinned to what it ran
+    with. ``digest`` is ``export_digest`` of the export without this key.
+    """
+
+    number: Annotated[StrictInt, Field(ge=1, le=2**31 - 1)] | None = None
+    digest: Annotated[str, Field(pattern=DIGEST_REGEX)]
+
+
 # -- the file ---------------------------------------------------------------------------------
 class ContextVariables(_Model):
     database_name: Identifier | None = None
@@ -740,6 +759,7 @@ class ContextVariablesFile(_Model):
     context_variables: ContextVariables = ContextVariables()
     handoffs: Annotated[list[Handoff], Field(max_length=MAX_HANDOFFS)] = []
     outputs: Annotated[list[OutputMapping], Field(max_length=MAX_OUTPUTS)] = []
+    version: ExportVersion | None = None  # metadata of an export: never part of the definitions
 
     def variables(self) -> Iterator[tuple[str, int, AnyVariable]]:
         """Yield (category, index, variable) in canonical order."""
@@ -1167,9 +1187,30 @@ def _variable_dict(variable: AnyVariable) -> dict[str, Any]:
 
 def config_export_bytes(config: ContextVariablesFile, *, production: bool = False) -> bytes:
     """Return the canonical, byte-stable ``context_variables.json`` (2-space indent, newline)."""
-    document = config_export_dict(config, production=production)
-    text = json.dumps(document, indent=2, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
+    return _export_dump(config_export_dict(config, production=production))
+
+
+def export_digest(body: bytes) -> str:
+    """Return the digest of an export's bytes (without its ``version`` key): ``sha256:<hex>``."""
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def config_digest(config: ContextVariablesFile, *, production: bool = False) -> str:
+    """Return the digest of the definitions a config holds (its ``version`` key left out)."""
+    return export_digest(config_export_bytes(config, production=production))
+
+
+def export_with_version(body: bytes, *, number: int | None) -> bytes:
+    """Return an export with its top-level ``version`` first: the number and the digest of
+    ``body``, so the same version always serves the same bytes."""
+    document = json.loads(body)
+    document.pop("version", None)
+    digest = export_digest(_export_dump(document))  # the body itself, for a canonical body
+    return _export_dump({"version": {"number": number, "digest": digest}, **document})
+
+
+def _export_dump(document: dict[str, Any]) -> bytes:
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def json_schema() -> dict[str, Any]:

@@ -586,6 +586,13 @@ def context_from_supplied(
     types = {variable.name: variable.type for _, _, variable in parsed.variables()}
     declarative = {variable.name: variable.value for variable in section.declarative_variables}
     environment_sources = {v.name: v.source.env_var for v in section.environment_variables}
+    # where the runtime read each value, named as build_context names it (the preview's labels)
+    read_from: dict[str, str] = {**BASE_FLAGS, **environment_sources}
+    for db_variable in section.database_variables:
+        db, collection, _, field_ = database_source(
+            db_variable, default_database=section.database_name
+        )
+        read_from[db_variable.name] = f"db.{db}.{collection}.{field_}"
     run_base = {"enterprise_id": enterprise_id, "workflow_name": workflow_name}
 
     problems: list[str] = []
@@ -653,7 +660,7 @@ def context_from_supplied(
             name,
             value,
             category=category or "supplied",
-            source="runtime",
+            source=read_from.get(name, "runtime"),
             status="resolved",
             reason=f"{SUPPLIED_REASON}; {redacted}" if redacted else SUPPLIED_REASON,
         )

@@ -3,11 +3,12 @@
 Five namespaces addressed by dot paths (``STATE_NAMESPACES``): ``context`` (the variables),
 ``nodes`` (each agent's last text and each tool's last response, for ``{{node.field}}``
 templates), ``execution`` (status, current agent, visited agents, turn counts, the path of
-hand-off edges taken, last seq, and the run's ``environment``), and seed 004's ``agent`` and
-``world``, written by the workflow's output mappings when a tool responds (``outputs.py``;
-``writes`` says which tool wrote each path, at which seq) and read by ``{{agent.…}}`` and
-``{{world.…}}`` templates (``RunState.resolve``). No clock and no randomness: replaying a run's
-events rebuilds exactly the live state.
+hand-off edges taken, the ``exchanges`` between speakers (one agent spoke after another without
+a hand-off: the user and the agent it talks to, say), last seq, and the run's ``environment``),
+and seed 004's ``agent`` and ``world``, written by the workflow's output mappings when a tool
+responds (``outputs.py``; ``writes`` says which tool wrote each path, at which seq) and read by
+``{{agent.…}}`` and ``{{world.…}}`` templates (``RunState.resolve``). No clock and no
+randomness: replaying a run's events rebuilds exactly the live state.
 
 A run knows its environment (DESIGN.md §4): in production no environment variable or base flag
 is ever in its context, neither from the base context (dropped at construction) nor from a
@@ -47,6 +48,7 @@ from .events import RUN_STATUSES, event_sender, validate_event
 from .format import (
     BASE_FLAGS,
     ENVIRONMENTS,
+    EXCHANGES_MAX,
     NODE_DATA_MAX_BYTES,
     NODE_TEXT_MAX_CHARS,
     PATH_MAX_EDGES,
@@ -175,9 +177,23 @@ def _initial_execution(environment: str = "development") -> dict[str, Any]:
         "visited_agents": [],
         "turn_counts": {},
         "path": [],
+        "exchanges": [],  # [{"source", "target", "turns"}]: who spoke after whom, and how often
         "last_seq": 0,
         "environment": environment,
     }
+
+
+def _exchange_count(execution: dict[str, Any], source: str | None, target: str) -> None:
+    """Count one turn of ``target`` speaking after ``source`` (no hand-off between them)."""
+    if source is None or source == target:
+        return
+    exchanges: list[dict[str, Any]] = execution.setdefault("exchanges", [])
+    for exchange in exchanges:
+        if exchange["source"] == source and exchange["target"] == target:
+            exchange["turns"] += 1
+            return
+    if len(exchanges) < EXCHANGES_MAX:
+        exchanges.append({"source": source, "target": target, "turns": 1})
 
 
 class RunState:
@@ -359,6 +375,7 @@ class RunState:
             assert agent is not None  # validate_event guarantees it
             counts: dict[str, int] = execution["turn_counts"]
             counts[agent] = counts.get(agent, 0) + 1
+            _exchange_count(execution, execution["current_agent"], agent)
             execution["current_agent"] = agent
             if agent not in execution["visited_agents"]:
                 execution["visited_agents"].append(agent)

@@ -93,9 +93,10 @@ def open_run(
     run_id: str | None,
     spool_dir: str | os.PathLike[str] | None,
     capacity: int | None,
-    runtime: Mapping[str, Any] | None = None,
+    runtime: Mapping[str, str],
 ) -> OpenedRun:
-    """Build the run's context and start it on the server, or resume ``run_id`` from the
+    """Build the run's context and start it on the server, pinned to ``config`` and naming
+    ``runtime`` (``runs.client_definitions.runtime_info``), or resume ``run_id`` from the
     server's state and the spool (raising ``ValueError`` for a run that has ended)."""
     if run_id is not None and reporter is None:
         raise ValueError("run_id resumes a run from the server: pass the reporter too")
@@ -117,15 +118,14 @@ def open_run(
         )
         state = RunState(config, built.values, environment=environment)
         if reporter is not None:
-            start: dict[str, Any] = {
-                "workflow": workflow_name,
-                "enterprise_id": enterprise_id,
-                "environment": environment,
-                "context": copy.deepcopy(dict(built.values)),
-            }
-            if runtime is not None and _accepts_runtime(reporter):
-                start["runtime"] = dict(runtime)
-            reporter.start(**start)
+            reporter.start(
+                workflow=workflow_name,
+                enterprise_id=enterprise_id,
+                environment=environment,
+                context=copy.deepcopy(dict(built.values)),
+                definitions=config,  # the run is pinned to what this workflow runs with
+                runtime=runtime,
+            )
         return OpenedRun(state, [], list(built.warnings))
     assert reporter is not None
     resumed = reporter.resume(run_id)
@@ -147,13 +147,6 @@ def open_run(
         reporter.close(0)
         raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
     return OpenedRun(state, list(resumed.unsent), [])
-
-
-def _accepts_runtime(reporter: RunReporter) -> bool:
-    """Whether this client's ``start`` takes ``runtime=`` (the run records its runtime)."""
-    import inspect
-
-    return "runtime" in inspect.signature(reporter.start).parameters
 
 
 def refusal_message(event: Mapping[str, Any]) -> str:

@@ -1,11 +1,13 @@
 """Run lifecycle: start a run (pin its definitions, build or take its context, store it).
 
+The definitions a run pins are the ones its runtime ran with (``run_pinning``): its context is
+judged by them, so a run is never refused because a newer version was published since.
+
 A run ends with a ``run_status`` event, which goes through ingest like every other event.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass
@@ -16,7 +18,6 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from contextadmin.models import Workflow
-from contextadmin.selectors import VersionNotFound, workflow_published_config
 from runs.engine import (
     RUN_ENDED_STATUSES,
     ContextError,
@@ -29,14 +30,13 @@ from runs.engine.format import (
     ENVIRONMENTS,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
-    ConfigError,
-    config_export_bytes,
     run_id_valid,
 )
 from runs.errors import BadRequest, Conflict, NotFound, RateLimited
 from runs.models import ApiToken, Run, RunSnapshot
 from runs.services.broadcast import run_started_broadcast
 from runs.services.caches import mongo_client_get
+from runs.services.run_pinning import definitions_check, definitions_pin, runtime_check
 from runs.services.tokens import token_check_workflow
 
 logger = logging.getLogger(__name__)
@@ -73,9 +73,12 @@ def run_start(
     run_id: str | None = None,
     environment: str | None = None,
     context: dict[str, Any] | None = None,
+    runtime: Any = None,
+    definitions: Any = None,
     token: ApiToken | None = None,
 ) -> StartedRun:
-    """Start a run: pin the workflow's definitions, build (or take) its context, store it."""
+    """Start a run: pin the definitions the runtime ran with (the published ones when it sends
+    none), build (or take) its context by them, store it with the runtime that reports it."""
     if not isinstance(workflow_name, str) or not workflow_name:
         raise BadRequest("workflow: required (a workflow name)")
     if not isinstance(enterprise_id, str) or not enterprise_id.strip():
@@ -89,6 +92,8 @@ def run_start(
         raise BadRequest(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
     if context is not None:
         context = _supplied_context_check(context)
+    checked_runtime = runtime_check(runtime)
+    definitions_check(definitions)
     token_check_workflow(token=token, workflow_name=workflow_name)
     workflow = Workflow.objects.filter(name=workflow_name).first()
     if workflow is None:
@@ -102,17 +107,8 @@ def run_start(
             )
 
     _token_runs_check(token)
-    try:  # the published version (docs/versions.md); rows only for an unversioned workflow
-        config, version = workflow_published_config(workflow=workflow)
-    except VersionNotFound as exc:
-        raise Conflict(f"workflow: {exc}") from None
-    except ConfigError as exc:  # stored before a rule tightened: the admin shows what to fix
-        raise Conflict(
-            f"workflow: the definitions of {workflow_name} break the format; fix them in the admin",
-            issues=[{"path": issue.path, "message": issue.message} for issue in exc.issues],
-        ) from None
-    definitions_bytes = config_export_bytes(config)
-    definitions = orjson.loads(definitions_bytes)
+    pinned = definitions_pin(workflow=workflow, definitions=definitions)
+    config = pinned.config
     try:
         if context is None:
             built = build_context(
@@ -141,9 +137,12 @@ def run_start(
                 **({"id": run_id} if run_id else {}),
                 workflow=workflow,
                 workflow_name=workflow_name,
-                definitions=definitions,
-                definitions_hash=hashlib.sha256(definitions_bytes).hexdigest(),
-                workflow_version=version,
+                definitions=pinned.document,
+                definitions_hash=pinned.hash,
+                workflow_version=pinned.version,
+                definitions_source=pinned.source,
+                definitions_declared=pinned.declared,
+                runtime=checked_runtime,
                 enterprise_id=enterprise_id,
                 environment=environment,
                 provenance=provenance,

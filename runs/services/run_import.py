@@ -19,12 +19,14 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from contextadmin.models import Workflow
+from contextadmin.selectors import workflow_version_matching
 from runs.engine import RunState
 from runs.engine.format import ENVIRONMENTS, ConfigError, config_export_bytes, parse_config
 from runs.errors import ApiError, BadRequest, Conflict
-from runs.models import Run, RunSnapshot
+from runs.models import Run, RunEvent, RunSnapshot
 from runs.services import ingest
 from runs.services.lifecycle import RUN_ID_PATTERN
+from runs.services.run_pinning import runtime_check
 
 
 @dataclass
@@ -67,20 +69,36 @@ def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
         ).to_dict()
     except (KeyError, TypeError, ValueError) as exc:
         raise BadRequest(f"line 1: run.initial_state: not a run state ({exc})") from None
+    try:
+        runtime = runtime_check(header.get("runtime"))
+    except BadRequest as exc:
+        raise BadRequest(f"line 1: run.{exc.message}") from None
     definitions_bytes = config_export_bytes(config)
     with transaction.atomic():
         if Run.objects.filter(pk=run_id).exists():
-            raise Conflict(f"run_id: a run {run_id!r} already exists here (choose another id)")
+            raise Conflict(
+                f"run_id: a run {run_id!r} already exists here: import it under another id "
+                "with --run-id NEW_ID"
+            )
+        workflow = Workflow.objects.filter(name=header["workflow"]).first()
+        definitions_hash = hashlib.sha256(definitions_bytes).hexdigest()
         run = Run.objects.create(
             id=run_id,
-            workflow=Workflow.objects.filter(name=header["workflow"]).first(),
+            workflow=workflow,
             workflow_name=header["workflow"],
             definitions=orjson.loads(definitions_bytes),
-            definitions_hash=hashlib.sha256(definitions_bytes).hexdigest(),
+            definitions_hash=definitions_hash,
+            # the version here with the same definitions (the original's number when it matches)
+            workflow_version=workflow_version_matching(
+                workflow=workflow,
+                digest=definitions_hash,
+                number=_positive_int(header.get("workflow_version")),
+            ),
             enterprise_id=header["enterprise_id"],
             environment=header["environment"],
             provenance=header.get("provenance") or {},
             warnings=header.get("warnings") or [],
+            runtime=runtime,
             state=state,
         )
         RunSnapshot.objects.create(run=run, seq=0, state=state)
@@ -88,6 +106,10 @@ def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
         if started_at is not None:  # keep the original start: durations and the list's order
             Run.objects.filter(pk=run.pk).update(started_at=started_at)
     return run
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _batches(lines: Iterator[str | bytes], size: int) -> Iterator[tuple[int, list[dict]]]:
@@ -139,5 +161,10 @@ def run_import(*, lines: Iterable[str | bytes], run_id: str | None = None) -> Im
     ended_at = parse_datetime(header.get("ended_at") or "")
     if ended_at is not None:
         Run.objects.filter(pk=run.pk, ended_at__isnull=False).update(ended_at=ended_at)
+    # the original's last event time, not the import's (older exports: its end, if it ended)
+    last_event_at = parse_datetime(header.get("last_event_at") or "") or ended_at
+    if last_event_at is not None:
+        last_seq = Run.objects.filter(pk=run.pk).values_list("last_seq", flat=True).first()
+        RunEvent.objects.filter(run_id=run.pk, seq=last_seq).update(received_at=last_event_at)
     run.refresh_from_db()
     return ImportedRun(run=run, events=count)

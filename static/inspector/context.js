@@ -59,7 +59,9 @@ function sourceCell(name, entry, category, { flipsByName, setsByName, onJump }) 
     parts.push(el("code", { class: "source" }, source || "run"));
     if (status && status !== "resolved") parts.push(" ", statusBadge(status));
   }
-  if (entry?.reason) parts.push(el("span", { class: `reason reason-${status}` }, entry.reason));
+  // a derived flag changed since the start says how (below), not how it started
+  const changedSince = category === "derived" && (flips.length || sets.length);
+  if (entry?.reason && !changedSince) parts.push(el("span", { class: `reason reason-${status}` }, entry.reason));
   const unlisted = Math.max(0, flips.length - HISTORY_SHOWN) + Math.max(0, sets.length - HISTORY_SHOWN);
   if (unlisted) {
     parts.push(el("span", { class: "history muted" },

@@ -55,13 +55,12 @@ export function show(value) {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
-/** Format an ISO timestamp in the reader's locale, e.g. "21 Nov, 11:04:05". */
+/** Format an ISO timestamp as every page writes times: "2026-11-25 05:50:38 UTC" (the server's
+ * templates use the same form, so a run reads the same on the list, its page and the front page). */
 export function when(iso) {
   if (!iso) return "";
   const date = new Date(iso);
-  return date.toLocaleString(undefined, {
-    day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit", second: "2-digit",
-  });
+  return Number.isNaN(date.getTime()) ? "—" : `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 /** Fetch JSON; reject with the server's {"error"} message on a 4xx/5xx. */

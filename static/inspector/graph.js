@@ -31,6 +31,7 @@ export function agentsOf(rules, execution = {}) {
   for (const rule of rules) { add(rule.source_agent); add(rule.target_agent); }
   for (const name of execution.visited_agents || []) add(name);
   for (const edge of execution.path || []) { add(edge.source); add(edge.target); }
+  for (const pair of execution.exchanges || []) { add(pair.source); add(pair.target); }
   add(execution.current_agent);
   return [...agents];
 }
@@ -125,6 +126,24 @@ export function takenEdges(rules, path = []) {
   return { byRule, unplanned: [...unplanned.values()] };
 }
 
+/** The turns between two speakers that no rule or taken hand-off connects (the user and the
+ * agent it answers, say): one undirected edge per pair, with the turns both ways. */
+export function exchangeEdges(rules, execution = {}) {
+  const pair = (a, b) => JSON.stringify([a, b].sort());
+  const linked = new Set([
+    ...rules.map((rule) => pair(rule.source_agent, rule.target_agent)),
+    ...(execution.path || []).map((edge) => pair(edge.source, edge.target)),
+  ]);
+  const edges = new Map();
+  for (const { source, target, turns } of execution.exchanges || []) {
+    const key = pair(source, target);
+    if (linked.has(key)) continue;
+    if (!edges.has(key)) edges.set(key, { source, target, turns: 0 });
+    edges.get(key).turns += turns;
+  }
+  return [...edges.values()];
+}
+
 function boundary(center, toward) {
   const dx = toward.x - center.x;
   const dy = toward.y - center.y;
@@ -191,6 +210,9 @@ function bends(edges, places, width) {
 }
 
 function edgeTitle(edge) {
+  if (edge.turns !== undefined) {
+    return `${edge.source} ↔ ${edge.target} · spoke in turn ${edge.turns} time${edge.turns === 1 ? "" : "s"} (no hand-off)`;
+  }
   const parts = [`${edge.source} → ${edge.target}`];
   if (edge.condition) parts.push(`when ${edge.condition}`);
   if (edge.status) parts.push(edge.status === "never" ? `never in this environment${edge.reason ? ` (${edge.reason})` : ""}` : edge.status);
@@ -203,7 +225,9 @@ function drawEdge(edge, places, shape, onJump) {
   const b = places.get(edge.target);
   const { d, label, xs } = geometry(a, b, shape.bend, shape.labelAt);
   const taken = edge.seqs.length > 0;
-  const text = edge.rule === null ? "no rule" : clip(edge.condition, LABEL_CHARS);
+  const exchange = edge.turns !== undefined; // speakers in conversation: no direction, no rule
+  const text = exchange ? `${edge.turns} turn${edge.turns === 1 ? "" : "s"}`
+    : edge.rule === null ? "no rule" : clip(edge.condition, LABEL_CHARS);
   const shown = taken && edge.seqs.length > 1 ? `${text} ×${edge.seqs.length}` : text;
   const width = shown.length * CHAR_W + 8;
   const x0 = shape.side > 0 ? label.x + 3 : shape.side < 0 ? label.x - width - 3 : label.x - width / 2;
@@ -215,14 +239,14 @@ function drawEdge(edge, places, shape, onJump) {
       tabindex: "0", role: "link", "aria-label": edgeTitle(edge), onclick: jump,
       onkeydown: (event) => { if (event.key === "Enter") jump(); },
     } : {}),
-    class: ["edge", taken && "taken", edge.rule === null && "unplanned", edge.status && `ready-${edge.status.replace(" ", "-")}`],
+    class: ["edge", taken && "taken", exchange && "exchange", edge.rule === null && !exchange && "unplanned", edge.status && `ready-${edge.status.replace(" ", "-")}`],
     dataset: {
       rule: edge.rule === null ? "" : String(edge.rule), source: edge.source, target: edge.target,
       taken: String(taken), status: edge.status || "", seqs: edge.seqs.join(","),
     },
   },
   svg("title", {}, edgeTitle(edge)),
-  svg("path", { d, class: "edge-line", "marker-end": `url(#${taken ? "graph-arrow-taken" : "graph-arrow"})` }),
+  svg("path", { d, class: "edge-line", "marker-end": exchange ? null : `url(#${taken ? "graph-arrow-taken" : "graph-arrow"})` }),
   svg("rect", { x: x0, y: label.y - 9, width, height: 18, rx: 4, class: "edge-label-bg" }),
   svg("text", { x: x0 + width / 2, y: label.y + 4, class: "edge-label", "text-anchor": "middle" }, shown));
   return { node, left, right };
@@ -267,6 +291,7 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
       seqs: byRule.get(index) || [],
     })),
     ...unplanned.map((edge) => ({ ...edge, rule: null, condition: null, status: null, reason: null })),
+    ...exchangeEdges(rules, state).map((edge) => ({ ...edge, rule: null, condition: null, status: null, reason: null, seqs: [] })),
   ];
   const shapes = bends(edges, places, width);
   const drawn = edges.map((edge, index) => ({ edge, ...drawEdge(edge, places, shapes[index], onJump) }));
@@ -283,7 +308,7 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
     path.length ? [path.length > SUMMARY_EDGES ? ", the last: " : ": ",
       path.slice(-SUMMARY_EDGES).map((edge, i) => [i ? ", " : "", `${edge.source} → ${edge.target} at #${edge.seq}`])] : "",
   ];
-  replace(container,
+  const scroller = el("div", { class: "graph-scroll" },
     svg("svg", {
       viewBox: `${left} 0 ${right - left} ${height}`, class: "graph-svg", role: "img",
       width: right - left, height, // natural size; CSS shrinks it to a narrow panel
@@ -293,12 +318,20 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
     // the agents first, so no label hides behind one; then the untaken edges, then the taken
     agents.map((name) => drawNode(name, places.get(name), state)),
     drawn.filter(({ edge }) => !edge.seqs.length).map(({ node }) => node),
-    drawn.filter(({ edge }) => edge.seqs.length).map(({ node }) => node)),
+    drawn.filter(({ edge }) => edge.seqs.length).map(({ node }) => node)));
+  replace(container, scroller,
     el("p", { class: "graph-summary" }, summary),
     el("p", { class: "graph-legend muted" },
       el("span", { class: "legend legend-taken" }, "taken"), " ",
       el("span", { class: "legend legend-rule" }, "rule"), " ",
       el("span", { class: "legend legend-ready" }, "holds now"), " ",
       el("span", { class: "legend legend-never" }, "never in this environment"), " ",
+      el("span", { class: "legend legend-exchange" }, "turns (no hand-off)"), " ",
       el("span", { class: "legend legend-current" }, "current agent")));
+  // a narrow screen scrolls the graph at its natural size (readable labels): show the current
+  // agent, else the agents' column, rather than the labels on its left edge
+  const focus = places.get(state.current_agent) || places.get(agents[0]);
+  if (scroller.scrollWidth > scroller.clientWidth && focus) {
+    scroller.scrollLeft = focus.x - left - scroller.clientWidth / 2;
+  }
 }

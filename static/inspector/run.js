@@ -3,7 +3,7 @@
 // namespaces and event types) is displayed as sent, never recomputed here.
 
 import { renderContext, setBy } from "./context.js";
-import { debounce, el, getJSON, jsonScript, replace, setText } from "./dom.js";
+import { debounce, el, getJSON, jsonScript, replace, setText, when } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import { renderHandoffs } from "./handoffs.js";
 import { renderNamespaces, writeAt } from "./namespaces.js";
@@ -19,7 +19,7 @@ const urls = { state: root.dataset.stateUrl, resolve: root.dataset.resolveUrl };
 const page = jsonScript("page-data");
 const { categories, namespaces, event_types: eventTypes, base_flags: baseFlags } = page.constants;
 const outputNamespaces = page.constants.output_namespaces || [];
-const endedStatuses = new Set(page.constants.ended_statuses); // the engine's RUN_ENDED_STATUSES
+const ENDED = new Set(page.constants.ended_statuses); // the engine's: completed, failed, cancelled (not paused)
 const $ = (id) => document.getElementById(id);
 
 const model = {
@@ -45,6 +45,7 @@ const initial = readState(); // the shared view: ?at, ?agent, ?type, ?compare, ?
 let compareFollows = !initial.compare || initial.compare[1] === "live";
 // live: follow the stream; otherwise show `state` as of `seq` (from the state API)
 let view = { live: true, seq: null, state: null };
+let conn = { state: "connecting", detail: {} }; // the socket's last reported state
 let viewRevision = 0; // bumped whenever `view` is replaced
 function setView(next) {
   view = next;
@@ -127,7 +128,9 @@ function render() {
   }
   $("compare-b").max = $("compare-a").max = String(model.lastSeq);
   if (compareFollows) $("compare-b").value = String(model.lastSeq);
-  setText($("context-at"), view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`);
+  // an ended run's latest state is its final one: "live" only while the run can change
+  const latest = `${model.run.ended_at ? "final" : "live"} · after #${model.lastSeq}`;
+  setText($("context-at"), view.live ? latest : `after #${view.seq}`);
 
   const contextKey = view.live ? `live ${model.revision}` : `at ${viewRevision}`;
   if (contextKey !== contextDrawn) {
@@ -164,19 +167,14 @@ function render() {
   }
   const execution = current.execution || {};
   const graphKey = JSON.stringify([view.live ? null : view.seq, execution.current_agent,
-    execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status)]);
+    execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status),
+    execution.exchanges?.reduce((turns, pair) => turns + pair.turns, 0)]);
   if (graphKey !== graphDrawn) { // most events change neither the agents nor a rule's status
     graphDrawn = graphKey;
     renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution, onJump: jump });
   }
-  setText($("graph-at"), view.live ? `live · after #${model.lastSeq}` : `after #${view.seq}`);
+  setText($("graph-at"), view.live ? latest : `after #${view.seq}`);
   if (view.live) resolveSoon();
-}
-
-/** "2026-01-31 12:00:05 UTC", as the server renders the start time. */
-function utcText(iso) {
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "—" : `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 function renderLifecycle() {
@@ -191,8 +189,9 @@ function renderLifecycle() {
   if (pill.title !== title) pill.title = title;
   setText($("run-duration"), runDuration(run));
   const last = run.last_event_at;
-  setText($("run-last-event"), last && model.lastSeq ? utcText(last) : "—");
-  setText($("run-ended"), run.ended_at ? utcText(run.ended_at) : "not yet");
+  setText($("run-last-event"), last && model.lastSeq ? when(last) : "—");
+  setText($("run-ended"), run.ended_at ? when(run.ended_at) : "not yet");
+  showConn();
 }
 setInterval(renderLifecycle, 5000); // the duration and the stale marker move with the clock
 
@@ -239,6 +238,16 @@ function restoreOnce() {
   }
 }
 
+/** Count a turn of `target` speaking after `source`, as the server's state does
+ * (runs.engine.state: execution.exchanges; the graph connects speakers with no hand-off between). */
+function exchange(execution, source, target) {
+  if (!source || source === target) return;
+  execution.exchanges = execution.exchanges || [];
+  const known = execution.exchanges.find((pair) => pair.source === source && pair.target === target);
+  if (known) known.turns += 1;
+  else execution.exchanges.push({ source, target, turns: 1 });
+}
+
 /** Follow the agents between snapshots: who spoke last, and each hand-off edge as it is taken. */
 function followAgents(message) {
   const { event, seq } = message;
@@ -249,7 +258,10 @@ function followAgents(message) {
     if (!execution.visited_agents.includes(agent)) execution.visited_agents.push(agent);
   };
   const agent = senderOf(message);
-  if (event.type === "agent_text" && agent) visit(agent);
+  if (event.type === "agent_text" && agent) {
+    exchange(execution, execution.current_agent, agent);
+    visit(agent);
+  }
   if (event.type === "handoff" && typeof event.target === "string") {
     execution.path = [...(execution.path || []),
       { source: agent, target: event.target, rule: Number.isInteger(event.rule) ? event.rule : null, seq }];
@@ -271,12 +283,17 @@ function onEvent(message) {
     model.changed.add(name);
     if (!flipped.has(name)) model.sets.push({ name, seq: message.seq, value: change.new });
   }
-  model.run.last_event_at = new Date().toISOString();
+  // An event the server's summary already counted (the page's, or the snapshot's) keeps the
+  // run's stored last event time; a newer one arrived just now.
+  if (message.seq > (model.run.event_count || 0)) {
+    model.run.last_event_at = new Date().toISOString();
+    model.run.event_count = message.seq;
+  }
   if (message.event.type === "warning") model.warnings += 1;
   if (message.event.type === "run_status") {
     const status = message.event.status;
     model.status = status;
-    const ended = endedStatuses.has(status); // paused is not ended: it resumes to running
+    const ended = ENDED.has(status); // paused is not ended: it resumes to running
     if (ended && !model.run.ended_at) model.run.ended_at = model.run.last_event_at;
     model.run.ended_by = !ended ? null : status === "failed" ? "crash" : status;
   }
@@ -301,10 +318,19 @@ $("run-warnings-link").addEventListener("click", (event) => {
   $("stream").closest("section").scrollIntoView({ block: "start" });
 });
 
+/** The connection pill: "live" only while the run can still change; an ended run says so. */
+function showConn() {
+  const ended = conn.state === "live" && model.run.ended_at;
+  showStatus($("conn"), ended ? "ended" : conn.state, conn.detail);
+}
+
 const socket = new LiveSocket(root.dataset.wsPath, {
   sequenced: true,
   after: page.stream_after,
-  onStatus: (state, detail) => showStatus($("conn"), state, detail),
+  onStatus(state, detail) {
+    conn = { state, detail };
+    showConn();
+  },
   onMessage(message) {
     if (message.type === "snapshot") onSnapshot(message);
     else if (message.type === "event") onEvent(message);

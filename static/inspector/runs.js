@@ -40,17 +40,17 @@ function renderRow(run) {
     : el("span", { class: "muted" }, run.flip_count ? `${run.flip_count} flips` : "none");
   const last = lastActivity(run);
   return el("tr", { dataset: { runId: run.id, status: run.status } },
-    el("td", {}, el("time", { datetime: run.started_at, title: run.started_at }, when(run.started_at))),
+    el("td", { dataset: { label: "started" } }, el("time", { datetime: run.started_at, title: run.started_at }, when(run.started_at))),
     el("td", {}, el("a", { href: detailUrl(run.id), class: "run-link" }, el("code", {}, run.id.slice(0, 12)))),
     el("td", {}, run.workflow),
     el("td", {}, run.enterprise_id),
     el("td", {}, el("span", { class: `pill env-${run.environment}` }, run.environment)),
     el("td", { class: "status" }, el("span", { class: "pill", dataset: { status: statusKey(run, staleAfterS) } },
       statusLabel(run, staleAfterS))),
-    el("td", { class: "duration" }, runDuration(run)),
-    el("td", { class: "last-event" }, run.event_count && last ? el("time", { datetime: last, title: last }, when(last)) : "—"),
-    el("td", { class: "num event-count" }, String(run.event_count)),
-    el("td", { class: "flags" }, flags),
+    el("td", { class: "duration", dataset: { label: "took" } }, runDuration(run)),
+    el("td", { class: "last-event", dataset: { label: "last event" } }, run.event_count && last ? el("time", { datetime: last, title: last }, when(last)) : "—"),
+    el("td", { class: "num event-count", dataset: { label: "events" } }, String(run.event_count)),
+    el("td", { class: "flags", dataset: { label: "flags" } }, flags),
   );
 }
 

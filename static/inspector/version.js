@@ -11,7 +11,7 @@ export function badgeShow(holder, version) {
     old?.remove();
     return;
   }
-  const text = `outdated: version ${version.published} is published`;
+  const text = version.outdated_text; // the server says which version ran and which is published
   if (old) {
     old.textContent = text;
     return;

@@ -895,3 +895,15 @@ def test_staff_with_workflow_permissions_edits_the_inlines(generator: Workflow) 
 
 
 IMPORT_URL_NEW = "/admin/contextadmin/workflow/import/"
+
+
+def test_admin_lists_write_times_as_the_inspector_does(
+    staff_client: Client, generator: Workflow
+) -> None:
+    """Issue 22's walk: the admin wrote "Nov. 25, 2026, 6:43 a.m." beside the inspector's
+    "2026-11-25 06:43:31 UTC"; one form everywhere, in UTC and saying so."""
+    import re
+
+    page = staff_client.get("/admin/contextadmin/workflowversion/").content.decode()
+    assert re.search(r">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<", page), page[-3000:]
+    assert " a.m." not in page and " p.m." not in page

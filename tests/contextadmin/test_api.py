@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 
 from contextadmin import selectors
 from contextadmin.models import Variable, Workflow, WorkflowVersion
+from contextadmin.services import workflow_import
 from runs.engine import format as fmt
 from tests.contextadmin.conftest import EXAMPLE_PATH
 
@@ -32,7 +33,9 @@ def test_staff_download_is_the_export_as_an_attachment(
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json; charset=utf-8"
     assert response["Content-Disposition"] == 'attachment; filename="context_variables.json"'
-    assert response.content == selectors.workflow_export(workflow=generator)
+    assert response.content == fmt.export_with_version(
+        selectors.workflow_export(workflow=generator), number=1
+    )
 
 
 @pytest.mark.django_db
@@ -40,8 +43,8 @@ def test_production_variant(staff_client: Client, generator: Workflow) -> None:
     response = staff_client.get(url("Generator"), {"environment": "production"})
     assert response.status_code == 200
     assert json.loads(response.content)["context_variables"]["environment_variables"] == []
-    assert response.content == selectors.workflow_export(
-        workflow=generator, environment="production"
+    assert response.content == fmt.export_with_version(
+        selectors.workflow_export(workflow=generator, environment="production"), number=1
     )
 
 
@@ -173,3 +176,55 @@ def test_the_export_names_its_version_and_a_matching_etag_is_304(
     missing = staff_client.get(url("Generator") + "?version=9")
     assert missing.status_code == 404 and missing.json()["field"] == "version"
     assert missing.json()["error"].startswith("version:")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("environment", ["development", "production"])
+def test_the_export_carries_its_version_and_the_digest_of_its_definitions(
+    staff_client: Client, generator: Workflow, environment: str
+) -> None:
+    """The digest is of the definitions without the version key: the loader ignores the key,
+    and the same definitions parsed back give the same digest (what a runtime sends)."""
+    body = staff_client.get(url("Generator"), {"environment": environment}).content
+    document = json.loads(body)
+    assert next(iter(document)) == "version"
+    rows = selectors.workflow_export(workflow=generator, environment=environment)
+    assert document["version"] == {"number": 1, "digest": fmt.export_digest(rows)}
+    config = fmt.parse_config(body).config
+    assert config.version == fmt.ExportVersion(number=1, digest=fmt.export_digest(rows))
+    assert fmt.config_export_bytes(config) == rows  # the loader ignores the version
+    assert fmt.config_digest(config) == document["version"]["digest"]
+    # byte-stable: the same version always serves the same bytes, and they re-version alike
+    assert staff_client.get(url("Generator"), {"environment": environment}).content == body
+    assert fmt.export_with_version(body, number=1) == body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("version", "field"),
+    [
+        ({"number": 1}, "version.digest"),
+        ({"number": 0, "digest": "sha256:" + "0" * 64}, "version.number"),
+        ({"number": 1, "digest": "md5:abc"}, "version.digest"),
+        ({"number": 1, "digest": "sha256:" + "0" * 64, "extra": 1}, "version.extra"),
+        ("3", "version"),
+    ],
+)
+def test_a_malformed_version_key_is_refused_naming_it(version: Any, field: str) -> None:
+    document = json.loads(EXAMPLE_PATH.read_bytes())
+    with pytest.raises(fmt.ConfigError) as caught:
+        fmt.parse_config({**document, "version": version})
+    assert any(fmt.format_loc(issue.loc).startswith(field) for issue in caught.value.issues)
+
+
+
+@pytest.mark.django_db
+def test_an_export_imports_back_unchanged_its_version_key_ignored(
+    staff_client: Client, generator: Workflow
+) -> None:
+    body = staff_client.get(url("Generator")).content
+    result = workflow_import(name="Generator", data=body, replace=True)
+    assert not result.diff  # the version key is no definition: nothing changed
+    assert fmt.export_with_version(
+        selectors.workflow_export(workflow=generator), number=1
+    ) == staff_client.get(url("Generator") + "?version=1").content

@@ -197,7 +197,8 @@ def test_history_shows_a_coloured_diff_and_reverts(
         page.click("input[value='Compare selected versions']")
         expect(page.locator("#history-diff")).to_contain_text("value 7 → 25")
 
-        page.locator("#version-1").get_by_role("button", name="Revert to this").click()
+        page.locator("#version-1").get_by_role("link", name="Revert to this…").click()
+        page.locator("#revert-form").get_by_role("button", name="Revert to version 1").click()
         expect(page.locator("ul.messagelist")).to_contain_text(
             "Reverted to version 1: Saved as version 3, published."
         )

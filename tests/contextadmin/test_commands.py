@@ -22,6 +22,7 @@ from django.test import Client
 from contextadmin import selectors
 from contextadmin.demo import GENERATOR_CHAT
 from contextadmin.models import Workflow
+from runs.engine import format as fmt
 from tests.contextadmin.conftest import db_dump
 from tests.support.mongo import demo_documents
 
@@ -49,9 +50,15 @@ def test_export_writes_the_same_bytes_as_the_http_export(
 def test_export_production(generator: Workflow, tmp_path: Path) -> None:
     target = tmp_path / "prod.json"
     run("export_context", "Generator", "--environment", "production", "-o", str(target))
-    assert target.read_bytes() == selectors.workflow_export(
-        workflow=generator, environment="production"
-    )
+    rows = selectors.workflow_export(workflow=generator, environment="production")
+    body = target.read_bytes()
+    # The production definitions, and the version key: its number and their digest.
+    version = json.loads(body)["version"]
+    assert version == {
+        "number": selectors.workflow_head_number(workflow=generator),
+        "digest": fmt.export_digest(rows),
+    }
+    assert body == fmt.export_with_version(rows, number=version["number"])
 
 
 def test_export_unknown_workflow(db: None) -> None:
@@ -238,6 +245,7 @@ def test_demo_setup_gives_a_newcomer_a_workflow_with_hand_offs_and_a_tool_trigge
         "handoffs_reviewed": [("agent_turn_count", "HandoffsAgent", "")],
     }
     exported = json.loads(run("export_context", "GeneratorChat")[0])
+    assert exported.pop("version")["number"] == 1
     assert exported == json.loads(GENERATOR_CHAT.config_path.read_text())  # imported as shipped
 
 

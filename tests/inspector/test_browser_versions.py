@@ -38,7 +38,9 @@ def test_a_run_shows_its_version_and_outdated_once_a_newer_one_is_published(page
     # the open page learns it without a reload (it re-reads the version when shown again,
     # and every 30 s)
     page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
-    expect(page.locator("#run-outdated")).to_have_text("outdated: version 2 is published")
+    expect(page.locator("#run-outdated")).to_have_text(
+        "outdated: ran version 1, version 2 is published"
+    )
     page.reload()
     link = version.locator("#run-version-link")
     expect(link).to_have_text("version 1")
@@ -46,7 +48,7 @@ def test_a_run_shows_its_version_and_outdated_once_a_newer_one_is_published(page
     expect(link).to_have_attribute("href", HISTORY_OF_VERSION_1)
     badge = page.locator("#run-outdated")
     expect(badge).to_be_visible()
-    expect(badge).to_have_text("outdated: version 2 is published")
+    expect(badge).to_have_text("outdated: ran version 1, version 2 is published")
     page.locator(".run-meta").screenshot(path=str(OUTPUT / "run-version-outdated.png"))
 
     later = live.reporter(workflow)  # a new run pins version 2 and is not outdated

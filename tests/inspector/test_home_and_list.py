@@ -266,3 +266,25 @@ def test_a_paused_run_is_live_filterable_and_resumes_to_running(staff, generator
     summaries = staff.get("/runs/", {"format": "json"}).json()["runs"]
     assert {s["id"]: s["live"] for s in summaries} == {paused.pk: True, ended.pk: False}
 
+
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        ("mongodb://127.0.0.1:27018", "MONGODB_URI=mongodb://127.0.0.1:27018 .venv/bin/python"),
+        ("", "<code id=\"demo-command\">.venv/bin/python"),  # none configured: a hint instead
+        ("mongodb://app:s3cret@db.example:27017", "<code id=\"demo-command\">.venv/bin/python"),
+    ],
+)
+def test_front_page_first_run_command_carries_the_servers_mongodb_uri(
+    staff, generator, settings, uri, shown
+):
+    """Issue 22 item 3: the checklist's demo command printed no MONGODB_URI, so the demo run
+    started with concept_overview unresolved; a URI with a password is never shown."""
+    settings.MONGODB_URI = uri
+    page = staff.get("/").content.decode()
+    command = page.split('id="step-runtime"', 1)[1].split("</li>", 1)[0]
+    assert shown in command
+    assert "manage.py demo_ag2 --url http://testserver" in command
+    assert "s3cret" not in page
+    if not uri or "@" in uri:
+        assert "<code>concept_overview</code> stays unresolved" in command

@@ -3,6 +3,7 @@ start and the Classic one, each session checked after its block."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,9 +19,21 @@ def python_blocks() -> list[str]:
 
 
 @pytest.mark.slow
-def test_ag2_doc_examples_run(site, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_ag2_doc_examples_run_from_any_directory_after_an_edit(
+    site, monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path
+) -> None:
+    """The quick start takes the published definitions from the server: it runs outside the
+    repository, and a change an operator publishes shows in its next run."""
+    from runs.client import RunReporter
+    from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW
+
     server, token = site
-    monkeypatch.chdir(PROJECT)
+    edited = json.loads(DEMO_CONFIG.read_text())
+    edited["context_variables"]["declarative_variables"][1]["value"] = 40  # max_items 25 -> 40
+    (tmp_path / "edited.json").write_text(json.dumps(edited))
+    server.manage("import_context", str(tmp_path / "edited.json"), "--workflow", DEMO_WORKFLOW,
+                  "--replace")
+    monkeypatch.chdir(tmp_path)  # not the repository: no file of the workflow here
     monkeypatch.setenv("CONTEXTADMIN_URL", server.url)
     monkeypatch.setenv("CONTEXTADMIN_TOKEN", token)
     for name in ("ENVIRONMENT", "CONTEXT_AWARE", "MONETIZATION_ENABLED", "MONGODB_URI"):
@@ -29,18 +42,27 @@ def test_ag2_doc_examples_run(site, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     assert len(blocks) >= 4
     namespace: dict[str, object] = {"__name__": "ag2_doc"}
     sessions = []
-    for index, block in enumerate(blocks):
-        exec(compile(block, f"{DOC}:block{index}", "exec"), namespace)  # noqa: S102
-        if namespace.get("session") is not None and namespace["session"] not in sessions:
-            sessions.append(namespace["session"])
+    try:
+        for index, block in enumerate(blocks):
+            exec(compile(block, f"{DOC}:block{index}", "exec"), namespace)  # noqa: S102
+            if namespace.get("session") is not None and namespace["session"] not in sessions:
+                sessions.append(namespace["session"])
+    finally:  # the shared server's workflow as shipped again, for the other tests
+        server.manage("import_context", str(DEMO_CONFIG), "--workflow", DEMO_WORKFLOW,
+                      "--replace")
     assert [type(s).__module__ for s in sessions] == [
         "runs.integrations.ag2.session",  # the 1.x quick start comes first
         "runs.integrations.autogen.session",
     ]
-    for session in sessions:
+    for session, framework in zip(sessions, ("ag2", "autogen"), strict=True):
         reporter = session.reporter  # type: ignore[attr-defined]
         assert reporter.last_acked_seq == session.state.last_seq  # type: ignore[attr-defined]
-        assert session.state.get("execution.status") == "completed"  # type: ignore[attr-defined]
-        spool = Path(PROJECT / "var" / "spool" / f"{session.run_id}.jsonl")  # type: ignore[attr-defined]
+        assert session.context["max_items"] == 40  # type: ignore[attr-defined]
+        spool = tmp_path / "var" / "spool" / f"{session.run_id}.jsonl"  # type: ignore[attr-defined]
         assert not spool.exists()
+        state = RunReporter(server.url, token).fetch_state(session.run_id)  # type: ignore[attr-defined]
+        assert state["definitions"]["source"] == "version"  # pinned to the version it fetched
+        assert state["state"]["context"]["max_items"] == 40
+        assert state["state"]["execution"]["status"] == "completed"
+        assert state["runtime"]["framework"] == framework
     assert capsys.readouterr().out.count("interview_complete") == 2

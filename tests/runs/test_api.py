@@ -43,7 +43,11 @@ def test_start_with_a_supplied_context_keeps_it_and_seeds_derived_defaults(api: 
     assert context["custom"] == 1
     assert context["interview_complete"] is False
     assert context["product_tier"] == "beta"  # a declarative constant, filled in when left out
-    assert answer["state"]["provenance"]["concept_overview"]["source"] == "runtime"
+    # named where the runtime read it, as the preview page names it, not "runtime"
+    assert answer["state"]["provenance"]["concept_overview"]["source"] == (
+        "db.autogen_ai_agents.Concepts.ConceptOverview"
+    )
+    assert answer["state"]["provenance"]["custom"]["source"] == "runtime"
 
 
 def test_start_refuses_a_supplied_context_that_breaks_the_rules(api: Api):
@@ -381,18 +385,18 @@ def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypat
     """Two starts race past the existence check: the loser answers like a retry, not a 500."""
     from runs.services import lifecycle
 
-    real_config = lifecycle.workflow_published_config
+    real_pin = lifecycle.definitions_pin
     raced = []
 
-    def config_after_a_competing_start(*, workflow):
+    def pin_after_a_competing_start(*, workflow, definitions):
         if not raced:
             raced.append(None)  # the competing start below must not race again
             raced[0] = lifecycle.run_start(
                 workflow_name="Generator", enterprise_id="acme", run_id="race"
             )
-        return real_config(workflow=workflow)
+        return real_pin(workflow=workflow, definitions=definitions)
 
-    monkeypatch.setattr(lifecycle, "workflow_published_config", config_after_a_competing_start)
+    monkeypatch.setattr(lifecycle, "definitions_pin", pin_after_a_competing_start)
     response = api.post(
         "/api/runs/", {"workflow": "Generator", "enterprise_id": "acme", "run_id": "race"}
     )

@@ -152,9 +152,10 @@ def test_background_server_down_then_up_delivers_everything_and_logs_once(caplog
 
 def test_background_client_error_stops_reporting_without_raising(caplog):
     fake = FakeRunServer().start()
-    fake.status = 400
     try:
         reporter = background_reporter(fake.url)
+        assert reporter.wait_started(5)
+        fake.status = 400  # the run exists; its events are refused
         with caplog.at_level(logging.ERROR, logger="runs.client"):
             for i in range(20):
                 reporter.event("agent_text", agent="a", text=str(i))

@@ -25,12 +25,17 @@ from tests.support.demo import demo_config, demo_events
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
+RUNTIME = {"framework": "autogen", "version": "0.14.1", "sdk": "0.1.0"}
+
+
 def _setup(*, events: list[dict] | None = None, run_id: str = "orig") -> str:
     from contextadmin.services import workflow_import
 
     workflow_import(name="Generator", data=demo_config())
     workflow_import(name="Other", data=demo_config())
-    lifecycle.run_start(workflow_name="Generator", enterprise_id="acme", run_id=run_id)
+    lifecycle.run_start(
+        workflow_name="Generator", enterprise_id="acme", run_id=run_id, runtime=RUNTIME
+    )
     events = demo_events() if events is None else events
     if events:
         ingest.event_ingest(run_id=run_id, events=events)
@@ -170,6 +175,7 @@ async def test_import_run_rebuilds_the_same_run(tmp_path):
     assert (copy.status, copy.last_seq, copy.flip_count) == (
         original.status, original.last_seq, original.flip_count)
     assert copy.definitions == original.definitions and copy.provenance == original.provenance
+    assert copy.runtime == original.runtime == RUNTIME  # which runtime reported it, kept
     assert copy.started_at == original.started_at and copy.ended_at == original.ended_at
 
     def replayed() -> tuple[list, list, list]:
@@ -224,6 +230,10 @@ def test_import_run_refuses_bad_files_naming_the_line(tmp_path, db):
         (json.dumps(header) + "\n{nope\n", "line 2: not valid JSON"),
         (json.dumps(header) + '\n{"type": "agent_text", "seq": 5}\n', "lines from 2:"),
         (json.dumps(header) + "\n", "run_id: a run 'orig' already exists"),
+        (
+            json.dumps({"run": {**header["run"], "runtime": {"framework": "a b"}}}) + "\n",
+            "line 1: run.runtime.framework:",
+        ),
     ]
     for text, message in cases:
         bad.write_text(text)
@@ -336,3 +346,45 @@ def test_an_imported_run_whose_workflow_is_not_here_still_opens(tmp_path, db, cl
     client.force_login(user)
     page = client.get("/runs/laptop/")
     assert page.status_code == 200 and 'id="workflow-definitions"' not in page.content.decode()
+
+
+def test_import_run_into_its_own_server_keeps_version_last_event_and_names_the_option(
+    tmp_path, db
+):
+    """issue 22 item 5: the copy is pinned to the original's version (not "unversioned"), shows
+    the original's last event time (not the import's), and a clash names ``--run-id``."""
+    import datetime as dt
+
+    _setup(events=_full_run())
+    original = Run.objects.get(pk="orig")
+    assert original.workflow_version == 1
+    long_ago = original.started_at + dt.timedelta(seconds=5)
+    RunEvent.objects.filter(run=original, seq=original.last_seq).update(received_at=long_ago)
+    header = selectors.run_export_header(run=original)
+    payloads = RunEvent.objects.filter(run=original).order_by("seq").values_list(
+        "payload", flat=True)
+    export = tmp_path / "run.jsonl"
+    export.write_text("\n".join(json.dumps(x) for x in [header, *payloads]) + "\n")
+
+    with pytest.raises(CommandError, match=r"already exists here: .*with --run-id NEW_ID"):
+        call_command("import_run", str(export))
+    call_command("import_run", str(export), "--run-id", "copy")
+    copy = selectors.runs_annotated(Run.objects.filter(pk="copy")).get()
+    assert copy.workflow_version == 1
+    assert copy.last_event_at == long_ago
+    assert selectors.run_summary(run=copy)["last_event_at"] == long_ago.isoformat()
+
+
+def test_import_run_pins_no_version_whose_definitions_differ(tmp_path, db):
+    """A version number from another server is kept only where the definitions match here."""
+    _setup(events=_full_run())
+    header = selectors.run_export_header(run=Run.objects.get(pk="orig"))
+    header["run"]["workflow"] = "Other"  # same definitions as Generator here: its version 1
+    header["run"]["workflow_version"] = 7
+    changed = json.loads(json.dumps(header))
+    changed["run"]["definitions"]["context_variables"]["declarative_variables"][0]["value"] = "z"
+    for name, data, expected in (("same", header, 1), ("changed", changed, None)):
+        export = tmp_path / f"{name}.jsonl"
+        export.write_text(json.dumps(data) + "\n")
+        call_command("import_run", str(export), "--run-id", name)
+        assert Run.objects.get(pk=name).workflow_version == expected

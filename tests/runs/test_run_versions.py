@@ -82,7 +82,7 @@ def test_the_run_page_links_its_version_and_says_when_it_is_outdated(
     page = staff_client.get(reverse("runs-detail", args=[run.pk])).content.decode()
     assert ">version 1</a>" in page
     assert 'id="run-outdated"' in page
-    assert "outdated: version 2 is published" in page
+    assert "outdated: ran version 1, version 2 is published" in page
     # the link leads to that version in History (its diff against the one before)
     assert staff_client.get(f"{history}?to=1").status_code == 200
 
@@ -97,9 +97,15 @@ def test_the_run_version_endpoint_answers_staff_only(
         "url": reverse("admin:contextadmin_workflow_history", args=[generator.pk]) + "?to=1",
         "published": 1,
         "outdated": False,
+        "outdated_text": "",
+        "not_published_here": False,
+        "edited_from": None,
     }
     publish(max_items=30)
     assert staff_client.get(url).json()["outdated"] is True
+    assert staff_client.get(url).json()["outdated_text"] == (
+        "outdated: ran version 1, version 2 is published"
+    )
     assert staff_client.get(url).json()["published"] == 2
     assert client.get(url).status_code == 401
     missing = staff_client.get(reverse("runs-version", args=["nope"]))

@@ -30,7 +30,9 @@ from tests.security.strategies import (
 
 pytestmark = pytest.mark.django_db
 
-START_FIELDS = ["workflow", "enterprise_id", "run_id", "environment", "context"]
+START_FIELDS = [
+    "workflow", "enterprise_id", "run_id", "environment", "context", "runtime", "definitions",
+]
 VALID_START = {"workflow": "Generator", "enterprise_id": "acme"}
 
 
@@ -80,6 +82,12 @@ def start_bodies(draw: st.DrawFn) -> Any:
 @example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "context": {"x": "\\u0000"}}')
 @example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "context": {"\\u0000": 1}}')
 @example(body=b'{"workflow": "Gen\\u0000", "enterprise_id": "acme"}')
+@example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "runtime": {"framework": '
+         b'"ag2", "version": "\\u0000"}}')
+@example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "definitions": {"version": '
+         b'1e300, "digest": "sha256:"}}')
+@example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "definitions": {"version": '
+         b'{"number": 1, "digest": 3}, "context_variables": []}}')
 @example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "run_id": "r\\u0000"}')
 @example(body=b'{"workflow": "Generator", "enterprise_id": "acme", "context": {"n": 1e308}}')
 @example(

@@ -18,6 +18,7 @@ from typing import Any
 import ag2
 
 from runs.client import RunReporter
+from runs.client_definitions import runtime_info
 from runs.engine import TEXT_MAX_CHARS, Applied, EventError, Flip, RunState
 from runs.engine.format import ContextVariablesFile
 from runs.integrations.common import completed_overview, refusal_message, tool_data
@@ -29,8 +30,9 @@ logger = logging.getLogger("runs.integrations.ag2")
 
 
 def runtime() -> dict[str, str]:
-    """What reports the run: ``{"framework": "ag2", "version": ...}`` (the run header shows it)."""
-    return {"framework": "ag2", "version": ag2.__version__, "adapter": "runs.integrations.ag2"}
+    """What reports the run: ``{"framework": "ag2", "version": ..., "sdk": ...}`` (the run
+    header shows it)."""
+    return runtime_info(framework="ag2", version=ag2.__version__)
 
 
 class RunSession:

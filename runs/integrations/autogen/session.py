@@ -33,15 +33,13 @@ from types import TracebackType
 from typing import Any
 
 from runs.client import RunReporter
+from runs.client_definitions import runtime_info
 from runs.engine import (
-    RUN_ENDED_STATUSES,
     TEXT_MAX_CHARS,
     EventError,
     Flip,
     RunState,
-    build_context,
     condition_names,
-    is_production,
 )
 from runs.engine.format import ContextVariablesFile
 from runs.integrations.common import (
@@ -50,6 +48,7 @@ from runs.integrations.common import (
     check_rules,
     completed_overview,
     load_config_arg,
+    open_run,
     refusal_message,
     text_of,
     tool_data,
@@ -121,58 +120,19 @@ def attach(
     environ = os.environ if environ is None else environ
     agents = {agent.name: agent for agent in pattern.agents}
     check_rules(parsed, agents, where="the pattern")
-    if run_id is not None and reporter is None:
-        raise ValueError("run_id resumes a run from the server: pass the reporter too")
-    if reporter is not None:
-        if reporter.run_id is not None:
-            raise ValueError(
-                f"the reporter already reports run {reporter.run_id}: give attach() a fresh "
-                "reporter (and run_id=... to resume that run)"
-            )
-        reporter.use_background(capacity=capacity, spool_dir=spool_dir)
-
-    warnings: list[str] = []
-    environment = "production" if is_production(environ) else "development"
-    if run_id is None:
-        built = build_context(
-            parsed,
-            workflow_name=workflow_name,
-            enterprise_id=enterprise_id,
-            environ=environ,
-            mongo=mongo,
-        )
-        warnings.extend(built.warnings)
-        state = RunState(parsed, built.values, environment=environment)
-        if reporter is not None:
-            reporter.start(
-                workflow=workflow_name,
-                enterprise_id=enterprise_id,
-                environment=environment,
-                context=copy.deepcopy(dict(built.values)),
-            )
-        unsent: list[dict[str, Any]] = []
-    else:
-        assert reporter is not None
-        resumed = reporter.resume(run_id)
-        if resumed.server is not None:
-            state = RunState.from_dict(
-                parsed, {**resumed.server["state"], "flips": resumed.server.get("flips", [])}
-            )
-        else:
-            start = resumed.start or {}
-            state = RunState(
-                parsed,
-                start.get("context") or {},
-                environment=start.get("environment") or environment,
-            )
-        unsent = resumed.unsent
-        for event in unsent:  # observed before the crash, not yet on the server
-            state.apply(event)
-        status = state.get("execution.status")
-        if status in RUN_ENDED_STATUSES:
-            reporter.close(0)
-            raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
-
+    opened = open_run(
+        parsed,
+        workflow_name=workflow_name,
+        enterprise_id=enterprise_id,
+        environ=environ,
+        mongo=mongo,
+        reporter=reporter,
+        run_id=run_id,
+        spool_dir=spool_dir,
+        capacity=capacity,
+        runtime=runtime_info(framework="autogen", version=autogen.__version__),
+    )
+    state, unsent, warnings = opened.state, opened.unsent, opened.warnings
     session = AG2Session(
         pattern=pattern,
         config=parsed,

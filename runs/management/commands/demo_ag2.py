@@ -13,12 +13,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, demo_workflow_import
 from runs.client import RunReporter
+from runs.client_definitions import DefinitionsError
 from runs.engine import mongo_client
-from runs.integrations.generator_demo import DEMO_CONFIG, DEMO_WORKFLOW
+from runs.integrations.generator_demo import DEMO_WORKFLOW
 from runs.models import ApiToken
 from runs.services.tokens import api_token_authenticate, api_token_create
 
 DEMO_RUNTIME_NAME = "demo_ag2"
+START_WAIT_S = 10.0  # how long to wait for the run start's answer before the chat goes on
 
 
 class Command(BaseCommand):
@@ -50,9 +52,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        run = self._classic if options["classic"] else self._ag2x
         try:
-            run_demo = run()
+            run_demo = self._classic() if options["classic"] else self._ag2x()
         except ImportError as exc:
             extra = "autogen" if options["classic"] else "ag2"
             raise CommandError(f'{exc} (install the extra: pip install -e ".[{extra}]")') from None
@@ -63,15 +64,30 @@ class Command(BaseCommand):
         token = options["token"] or self._demo_token(options["token_file"])
         url = options["url"].rstrip("/")
         mongo = self._mongo()
+        reporter = RunReporter(url, token)
+
+        def started(run_id: str | None) -> None:
+            if reporter.wait_started(START_WAIT_S):  # a link only to a run that exists
+                self.stdout.write(f"run {run_id}: {url}/runs/{run_id}/")
+            else:
+                self.stderr.write(
+                    f"demo_ag2: no run started yet ({reporter.error or 'no answer from ' + url}); "
+                    "the workflow goes on and its events are kept"
+                )
+
         try:
+            try:  # the published definitions, from the server: any directory, after any edit
+                config = reporter.definitions(DEMO_WORKFLOW)
+            except DefinitionsError as exc:
+                raise CommandError(str(exc)) from None
             session = run_demo(
-                url=url,
-                token=token,
+                config=config,
+                reporter=reporter,
                 enterprise_id=options["enterprise_id"],
                 delay=options["delay"],
                 spool_dir=options["spool_dir"],
                 mongo=mongo,
-                started=lambda run_id: self.stdout.write(f"run {run_id}: {url}/runs/{run_id}/"),
+                started=started,
             )
         finally:
             if mongo is not None:
@@ -82,8 +98,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  #{event['seq']} {event['type']} {who}{extra}")
         for flip in session.flips:
             self.stdout.write(f"flipped {flip.name} -> {flip.value}")
-        reporter = session.reporter
-        assert reporter is not None
         if reporter.error or reporter.last_acked_seq < session.state.last_seq:
             raise CommandError(
                 f"the server acknowledged {reporter.last_acked_seq} of {session.state.last_seq} "
@@ -101,8 +115,8 @@ class Command(BaseCommand):
 
         def run(
             *,
-            url: str,
-            token: str,
+            config: Any,
+            reporter: Any,
             enterprise_id: str,
             delay: float,
             spool_dir: Any,
@@ -113,13 +127,13 @@ class Command(BaseCommand):
                 demo = await demo_workflow(delay=delay)
                 session = attach(
                     demo.graph,
-                    DEMO_CONFIG,
+                    config,
                     hub=demo.hub,
                     agents=demo.agents,
                     workflow_name=DEMO_WORKFLOW,
                     enterprise_id=enterprise_id,
                     mongo=mongo,
-                    reporter=RunReporter(url, token),
+                    reporter=reporter,
                     spool_dir=spool_dir,
                 )
                 started(session.run_id)
@@ -143,8 +157,8 @@ class Command(BaseCommand):
 
         def run(
             *,
-            url: str,
-            token: str,
+            config: Any,
+            reporter: Any,
             enterprise_id: str,
             delay: float,
             spool_dir: Any,
@@ -154,11 +168,11 @@ class Command(BaseCommand):
             pattern = demo_pattern(delay=delay)
             session = attach(
                 pattern,
-                DEMO_CONFIG,
+                config,
                 workflow_name=DEMO_WORKFLOW,
                 enterprise_id=enterprise_id,
                 mongo=mongo,
-                reporter=RunReporter(url, token),
+                reporter=reporter,
                 spool_dir=spool_dir,
             )
             started(session.run_id)

@@ -749,11 +749,12 @@ def test_supplied_context_in_development_keeps_declared_values_with_provenance()
     }
     assert ctx.provenance["monetization_enabled"] == {
         "category": "environment",
-        "source": "runtime",
+        "source": "MONETIZATION_ENABLED",  # the env var it was read from, as build_context says
         "status": "resolved",
         "reason": "supplied by the runtime at start",
     }
     assert ctx.provenance["note"]["category"] == "supplied"
+    assert ctx.provenance["note"]["source"] == "runtime"  # undeclared: nothing else to name
     assert ctx.provenance["product_tier"]["source"] == "static"
     assert ctx.warnings == []
 

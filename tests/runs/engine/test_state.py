@@ -65,6 +65,7 @@ def test_initial_state() -> None:
             "visited_agents": [],
             "turn_counts": {},
             "path": [],
+            "exchanges": [],
             "last_seq": 0,
             "environment": "development",
         },
@@ -165,6 +166,10 @@ def test_agent_text_updates_execution_nodes_and_derived() -> None:
         "visited_agents": ["InterviewAgent", "user"],
         "turn_counts": {"InterviewAgent": 2, "user": 1},
         "path": [],
+        "exchanges": [  # the user answered the agent, and the agent the user
+            {"source": "InterviewAgent", "target": "user", "turns": 1},
+            {"source": "user", "target": "InterviewAgent", "turns": 1},
+        ],
         "last_seq": 3,
         "environment": "development",
     }

@@ -1,0 +1,216 @@
+"""Pin a starting run to the definitions its runtime ran with (docs/versions.md).
+
+A runtime sends ``definitions`` at run start: the export it loaded (with the ``version`` key the
+server's export writes), or only a reference ``{"version": N, "digest": "sha256:..."}``. The run
+is pinned to that version when this server has it (matched by the digest of the definitions,
+which the server computes itself); definitions it has never seen (a local edit, another
+server's export) are kept with the run as "not published here". A run is never refused because
+a newer version was published since: its context is judged by the definitions it pinned.
+Without ``definitions`` the run pins the version published now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from contextadmin.models import Workflow, WorkflowVersion
+from contextadmin.selectors import VersionNotFound, workflow_published_config
+from runs.engine.format import (
+    DIGEST_REGEX,
+    ConfigError,
+    ContextVariablesFile,
+    config_export_bytes,
+    export_digest,
+    parse_config,
+)
+from runs.errors import BadRequest, Conflict, TooLarge
+from runs.models import Run
+
+__all__ = ["DEFINITIONS_MAX_BYTES", "PinnedDefinitions", "definitions_pin", "runtime_check"]
+
+DEFINITIONS_MAX_BYTES = 512 * 1024
+REFERENCE_KEYS = frozenset({"version", "digest"})
+DIGEST_PATTERN = re.compile(DIGEST_REGEX.replace("$", r"\Z"))
+RUNTIME_FIELDS = ("framework", "version", "sdk")
+RUNTIME_VALUE_MAX_CHARS = 64
+RUNTIME_VALUE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+RUNTIME_RULE = (
+    f"1-{RUNTIME_VALUE_MAX_CHARS} characters of letters, digits, '.', '_', '+' and '-'"
+)
+
+
+@dataclass(frozen=True)
+class PinnedDefinitions:
+    """What a run is pinned to: its config, as stored with the run, and where it came from."""
+
+    config: ContextVariablesFile
+    body: bytes  # the canonical export stored with the run (``Run.definitions``)
+    version: int | None  # this server's version number (None: unversioned or not published here)
+    source: str  # a Run.DefinitionsSource
+    declared: dict[str, Any] = field(default_factory=dict)  # the runtime's version key
+
+    @property
+    def document(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = orjson.loads(self.body)
+        return decoded
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.body).hexdigest()
+
+
+def runtime_check(runtime: Any) -> dict[str, str]:
+    """Validate a run start's ``runtime``: ``{"framework", "version"?, "sdk"?}``, short names."""
+    if runtime is None:
+        return {}
+    if not isinstance(runtime, dict):
+        raise BadRequest('runtime: must be an object {"framework", "version", "sdk"}')
+    unknown = sorted(set(runtime) - set(RUNTIME_FIELDS))
+    if unknown:
+        raise BadRequest(
+            f"runtime.{unknown[0][:40]}: unknown field (expected {', '.join(RUNTIME_FIELDS)})"
+        )
+    if "framework" not in runtime:
+        raise BadRequest("runtime.framework: required (ag2 or autogen, say)")
+    checked: dict[str, str] = {}
+    for name in RUNTIME_FIELDS:
+        if name not in runtime:
+            continue
+        value = runtime[name]
+        if not isinstance(value, str) or not RUNTIME_VALUE_PATTERN.match(value):
+            raise BadRequest(f"runtime.{name}: {RUNTIME_RULE}, got {str(value)[:40]!r}")
+        if len(value) > RUNTIME_VALUE_MAX_CHARS:
+            raise BadRequest(f"runtime.{name}: at most {RUNTIME_VALUE_MAX_CHARS} characters")
+        checked[name] = value
+    return checked
+
+
+def definitions_check(definitions: Any) -> None:
+    """Refuse a ``definitions`` field that cannot be a reference or an export, before any
+    look-up (size and shape; the export itself is parsed by ``definitions_pin``)."""
+    if definitions is None:
+        return
+    if not isinstance(definitions, dict):
+        raise BadRequest(
+            'definitions: must be the context_variables.json the runtime ran with, or '
+            '{"version": N, "digest": "sha256:..."}'
+        )
+    size = len(orjson.dumps(definitions))
+    if size > DEFINITIONS_MAX_BYTES:
+        raise TooLarge(f"definitions: {size} bytes, at most {DEFINITIONS_MAX_BYTES}")
+    if definitions and set(definitions) <= REFERENCE_KEYS:
+        _reference_parse(definitions)
+
+
+def definitions_pin(*, workflow: Workflow, definitions: Any) -> PinnedDefinitions:
+    """Return what a new run of ``workflow`` is pinned to (``definitions`` checked already)."""
+    if definitions is None:
+        return _published(workflow)
+    if definitions and set(definitions) <= REFERENCE_KEYS:
+        number, digest = _reference_parse(definitions)
+        found = _version_find(workflow=workflow, number=number, digest=digest)
+        if found is None:
+            known = f"version {number}" if number is not None else "no version"
+            raise Conflict(
+                f"definitions: {workflow.name} has {known} with "
+                f"{'digest ' + digest if digest else 'that number'}; send the full definitions "
+                "(the context_variables.json the runtime ran with) instead"
+            )
+        return _of_version(found, source=Run.DefinitionsSource.VERSION, declared={
+            "number": number, "digest": digest,
+        })
+    try:
+        config = parse_config(definitions).config
+    except ConfigError as exc:
+        first = exc.issues[0]
+        raise BadRequest(
+            f"definitions.{first.path}: {first.message}"
+            if first.loc
+            else f"definitions: {first.message}",
+            issues=[{"path": f"definitions.{i.path}", "message": i.message} for i in exc.issues],
+        ) from None
+    declared = config.version.model_dump() if config.version is not None else {}
+    body = config_export_bytes(config)
+    digest = export_digest(body)
+    found = _version_find(workflow=workflow, number=declared.get("number"), digest=digest)
+    if found is not None:
+        return _of_version(found, source=Run.DefinitionsSource.VERSION, declared=declared)
+    if not WorkflowVersion.objects.filter(workflow=workflow).exists():
+        published = _published(workflow)  # an unversioned workflow: its rows are published
+        if export_digest(published.body) == digest:
+            return PinnedDefinitions(
+                config, body, None, Run.DefinitionsSource.VERSION, declared=declared
+            )
+    return PinnedDefinitions(config, body, None, Run.DefinitionsSource.RUNTIME, declared=declared)
+
+
+def _reference_parse(reference: dict[str, Any]) -> tuple[int | None, str | None]:
+    number, digest = reference.get("version"), reference.get("digest")
+    if number is not None and (
+        not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 2**31
+    ):
+        raise BadRequest(f"definitions.version: a version number, got {str(number)[:40]!r}")
+    if digest is not None and (not isinstance(digest, str) or not DIGEST_PATTERN.match(digest)):
+        raise BadRequest(
+            f"definitions.digest: 'sha256:' and 64 lower-case hex digits, got {str(digest)[:80]!r}"
+        )
+    if number is None and digest is None:
+        raise BadRequest("definitions: give the version, its digest, or the full definitions")
+    return number, digest
+
+
+def _version_find(
+    *, workflow: Workflow, number: int | None, digest: str | None
+) -> WorkflowVersion | None:
+    """The version of ``workflow`` with these definitions: the numbered one when its export
+    (or its production export) has the digest, else the published or newest one that does."""
+    versions = WorkflowVersion.objects.filter(workflow=workflow)
+    if number is not None:
+        numbered = versions.filter(number=number).first()
+        if numbered is not None and (
+            digest is None
+            or digest == f"sha256:{numbered.digest}"
+            or digest == export_digest(numbered.export_production.encode("utf-8"))
+        ):
+            return numbered
+    if digest is None:
+        return None
+    matching = list(versions.filter(digest=digest.removeprefix("sha256:")).order_by("-number"))
+    for version in matching:
+        if version.pk == workflow.published_version_id:
+            return version
+    return matching[0] if matching else None
+
+
+def _of_version(
+    version: WorkflowVersion, *, source: str, declared: dict[str, Any]
+) -> PinnedDefinitions:
+    """Pin a version's full definitions (a production run gates environment variables itself)."""
+    body = version.export.encode("utf-8")
+    try:
+        config = parse_config(body).config
+    except ConfigError as exc:  # a version stored before a rule tightened
+        raise Conflict(
+            f"definitions: version {version.number} breaks the format; fix it in the admin",
+            issues=[{"path": issue.path, "message": issue.message} for issue in exc.issues],
+        ) from None
+    return PinnedDefinitions(config, body, version.number, source, declared=declared)
+
+
+def _published(workflow: Workflow) -> PinnedDefinitions:
+    try:  # the published version (docs/versions.md); rows only for an unversioned workflow
+        config, version = workflow_published_config(workflow=workflow)
+    except VersionNotFound as exc:
+        raise Conflict(f"workflow: {exc}") from None
+    except ConfigError as exc:  # stored before a rule tightened: the admin shows what to fix
+        raise Conflict(
+            f"workflow: the definitions of {workflow.name} break the format; fix them in the admin",
+            issues=[{"path": issue.path, "message": issue.message} for issue in exc.issues],
+        ) from None
+    body = config_export_bytes(config)
+    return PinnedDefinitions(config, body, version, Run.DefinitionsSource.PUBLISHED)
