@@ -12,7 +12,7 @@ from ag2.network import TransitionGraph
 from runs.integrations.ag2 import ContextRule, attach
 from runs.integrations.ag2.demo import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
 
-from .chats import config
+from .chats import config, derived
 from .workflows import INTERVIEW_DONE, TO_PLANNER, speakers, two_stage
 
 
@@ -185,3 +185,32 @@ async def test_a_flip_posted_from_a_hub_listener_would_route_one_turn_late() -> 
     # NEXT, then the user still speaks: the flip landed after the fold chose the next speaker.
     assert spoken == ["user", "InterviewAgent", "user", "InterviewAgent", "user", "Planner"]
     await hub.close()
+
+
+async def test_a_flag_a_humans_text_flips_routes_on_the_very_next_turn_too() -> None:
+    user_go = derived("user_go", {"type": "agent_text", "agent": "user", "match": {"equals": "GO"}})
+    rule = {"source_agent": "user", "target_agent": "Planner", "condition": "${user_go}"}
+    workflow = await two_stage(interview=["Question?", "never said"], answers=["GO"])
+    session = attach(
+        workflow.graph,
+        config(user_go, handoffs=[rule]),
+        workflow_name="W",
+        enterprise_id="e",
+        environ={},
+        **workflow.attach_args(),
+    )
+    with session:
+        await workflow.run(session)
+    # The hub's arbiter showed the text to the session before the graph folded it.
+    assert speakers(session) == ["user", "InterviewAgent", "user", "Planner"]
+    flip_seq = session.state.flips[0]["seq"]
+    handoff = next(e for e in session.events if e["type"] == "handoff")
+    assert handoff == {
+        "type": "handoff",
+        "agent": "user",
+        "target": "Planner",
+        "rule": 0,
+        "seq": flip_seq + 1,
+    }
+    assert workflow.hub.arbiter.__class__.__name__ == "RuleBasedArbiter"  # restored on exit
+    await workflow.hub.close()

@@ -9,10 +9,12 @@
   the packet with the flag already set and routes on the very next turn. A hub listener would
   be one turn late: the graph picks the next speaker while it folds the packet, before any
   listener runs.
+- **A human participant's text: the hub's arbiter** (``Hub.register_arbiter``, wrapping the
+  one installed): ``authorize_send`` sees the envelope before the graph folds it, so a flag
+  the text flips is posted to ``context_vars`` first, and routes on the very next turn too.
 - **The channel's own traffic: a hub listener** (``Hub.register_listener``) for what only the
-  hub sees: a human participant's text, the context a tool set (``set_context`` posts
-  ``EV_CONTEXT_SET``), the speaker the graph chose after each packet (the ``handoff``), and the
-  channel closing.
+  hub sees: the context a tool set (``set_context`` posts ``EV_CONTEXT_SET``), the speaker the
+  graph chose after each packet (the ``handoff``), and the channel closing.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ag2.middleware import BaseMiddleware, MiddlewareDescription
-from ag2.network import BaseHubListener
+from ag2.network import BaseHubListener, Deny
 
 if TYPE_CHECKING:
     from .session import Observer
 
-__all__ = ["SessionHook", "SessionListener", "hook_of"]
+__all__ = ["SessionArbiter", "SessionHook", "SessionListener", "hook_of"]
 
 
 class SessionHook:
@@ -99,3 +101,21 @@ class SessionListener(BaseHubListener):
         ours = metadata is not None and (metadata.knobs or {}).get(self.key) == self.value
         if kind in ("closed", "expired") and ours:
             self.session.channel_closed(str(payload.get("reason") or kind))
+
+
+class SessionArbiter:
+    """The hub's arbiter, wrapped: every decision is the wrapped one's; an allowed send is
+    shown to the session before the hub folds it."""
+
+    def __init__(self, session: Observer, inner: Any) -> None:
+        self.session = session
+        self.inner = inner
+
+    async def authorize_send(self, envelope: Any, sender: Any, rule: Any, recipients: Any) -> Any:
+        decision = await self.inner.authorize_send(envelope, sender, rule, recipients)
+        if not isinstance(decision, Deny):
+            await self.session.before_fold(envelope)
+        return decision
+
+    def __getattr__(self, name: str) -> Any:  # authorize_inbox, authorize_dispatch, ...
+        return getattr(self.inner, name)

@@ -28,7 +28,7 @@ from runs.integrations.common import (
 from .agent import AgentSession
 from .graph import GraphCache, fired_rule, with_rules
 from .internals import context_set_of, routed_by_packet, text_of_envelope
-from .observe import SessionHook, SessionListener, hook_of
+from .observe import SessionArbiter, SessionHook, SessionListener, hook_of
 from .run import RunSession, result_text, runtime
 
 __all__ = ["MARKER", "AgentSession", "HandoffRuleError", "WorkflowSession", "attach"]
@@ -45,6 +45,7 @@ class Observer(Protocol):
     async def turn_ended(self, agent: str, response: Any, context: Any) -> None: ...
     async def tool_ended(self, agent: str, call: Any, result: Any, context: Any) -> None: ...
     async def envelope_posted(self, envelope: Any, metadata: Any) -> None: ...
+    async def before_fold(self, envelope: Any) -> None: ...
     def channel_closed(self, reason: str) -> None: ...
 
 
@@ -163,6 +164,8 @@ class WorkflowSession(RunSession):
         self._hooks: list[SessionHook] = []
         self._graphs = GraphCache()
         self._tools: dict[str, str] = {}  # agent -> the tool it is running (set_context's who)
+        self._arbiter: SessionArbiter | None = None
+        self._seen: set[int] = set()  # human texts folded before the hub folded them (ids)
 
     # -- what the user passes to open() ----------------------------------------------------------
     def knobs(self, **extra: Any) -> dict[str, Any]:
@@ -193,6 +196,8 @@ class WorkflowSession(RunSession):
     # -- lifecycle -------------------------------------------------------------------------------
     def _begin(self) -> None:
         self.hub.register_listener(self._listener)
+        self._arbiter = SessionArbiter(self, self.hub.arbiter)
+        self.hub.register_arbiter(self._arbiter)
         for agent in self.agents:
             hook = hook_of(agent)
             hook.session = self
@@ -204,6 +209,9 @@ class WorkflowSession(RunSession):
                 hook.session = None
         self._hooks.clear()
         self.hub.unregister_listener(self._listener)
+        if self._arbiter is not None and self.hub.arbiter is self._arbiter:
+            self.hub.register_arbiter(self._arbiter.inner)
+        self._arbiter = None
         super()._finish()
 
     def _unroutable(self) -> set[int]:
@@ -275,9 +283,13 @@ class WorkflowSession(RunSession):
         try:
             sender = envelope.sender_id
             if envelope.event_type == EV_TEXT and sender not in self._agent_ids:
-                text = text_of_envelope(envelope)
-                if text is not None:  # a human's turn; agents' turns come from their middleware
-                    flips = self.on_text(self._name(sender), text)
+                if id(envelope) in self._seen:  # folded before the hub folded it
+                    self._seen.discard(id(envelope))
+                else:  # a text the arbiter did not see (sent while the channel was unknown)
+                    text = text_of_envelope(envelope)
+                    if text is not None:
+                        flips = self.on_text(self._name(sender), text)
+                self._handoff(envelope)
             elif envelope.event_type == EV_CONTEXT_SET:
                 sets, _ = context_set_of(envelope)
                 state = self.hub.adapter_state(envelope.channel_id)
@@ -289,6 +301,29 @@ class WorkflowSession(RunSession):
         except Exception:
             self._failed("a channel envelope")
         if flips:  # a human's text flipped a flag: into context_vars from the next fold on
+            await self._post_as(envelope.channel_id, envelope.sender_id, flips)
+
+    async def before_fold(self, envelope: Any) -> None:
+        """A human's text, before the graph folds it: a flag it flips goes into
+        ``context_vars`` first (agents' turns come from their middleware)."""
+        flips: list[Flip] = []
+        try:
+            if (
+                envelope.event_type != EV_TEXT
+                or envelope.channel_id != self.channel_id
+                or envelope.sender_id in self._agent_ids
+                or not self.hub.can_send(envelope.channel_id, envelope.sender_id)
+            ):
+                return
+            text = text_of_envelope(envelope)
+            if text is None:
+                return
+            self.observed += 1
+            self._seen.add(id(envelope))
+            flips = self.on_text(self._name(envelope.sender_id), text)
+        except Exception:
+            self._failed("a human's text")
+        if flips:
             await self._post_as(envelope.channel_id, envelope.sender_id, flips)
 
     def channel_closed(self, reason: str) -> None:
