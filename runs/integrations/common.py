@@ -21,6 +21,7 @@ from runs.engine import (
     TEXT_MAX_CHARS,
     RunState,
     build_context,
+    condition_names,
     is_production,
     load_config,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "refusal_message",
     "text_of",
     "tool_data",
+    "unroutable_reason",
 ]
 
 ConfigArg = ContextVariablesFile | Mapping[str, Any] | bytes | str | os.PathLike[str]
@@ -71,6 +73,13 @@ def check_rules(config: ContextVariablesFile, agents: Iterable[str], *, where: s
     if problems:
         listed = ", ".join(sorted(known)) or "none"
         raise HandoffRuleError("; ".join(problems) + f" ({where}'s agents: {listed})")
+
+
+def unroutable_reason(condition: str, context: Mapping[str, Any]) -> str | None:
+    """Why a hand-off rule never fires in this run (a variable absent from its context: an
+    environment variable in production, seed 000), or None when it may."""
+    missing = [name for name in condition_names(condition) if name not in context]
+    return f"{', '.join(missing)} not in this run's context" if missing else None
 
 
 @dataclass

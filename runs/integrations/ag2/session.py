@@ -15,7 +15,7 @@ from ag2.events import ToolErrorEvent
 from ag2.network import CHANNEL_DEP, EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope, TransitionGraph
 
 from runs.client import RunReporter
-from runs.engine import Flip, condition_names
+from runs.engine import Flip
 from runs.integrations.common import (
     ConfigArg,
     HandoffRuleError,
@@ -23,6 +23,7 @@ from runs.integrations.common import (
     load_config_arg,
     open_run,
     text_of,
+    unroutable_reason,
 )
 
 from .agent import AgentSession
@@ -218,9 +219,8 @@ class WorkflowSession(RunSession):
         """Rules naming a variable absent from this run's context never fire: say so once."""
         skip = set()
         for index, rule in enumerate(self.config.handoffs):
-            missing = [n for n in condition_names(rule.condition) if n not in self.state.context]
-            if missing:
-                reason = f"{', '.join(missing)} not in this run's context"
+            reason = unroutable_reason(rule.condition, self.state.context)
+            if reason is not None:
                 self.skipped_handoffs.append(
                     {"index": index, "condition": rule.condition, "reason": reason}
                 )

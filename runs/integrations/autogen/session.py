@@ -39,7 +39,6 @@ from runs.engine import (
     EventError,
     Flip,
     RunState,
-    condition_names,
 )
 from runs.engine.format import ContextVariablesFile
 from runs.integrations.common import (
@@ -52,6 +51,7 @@ from runs.integrations.common import (
     refusal_message,
     text_of,
     tool_data,
+    unroutable_reason,
 )
 from runs.integrations.context_sync import ContextSync
 
@@ -472,11 +472,8 @@ class AG2Session:
                 handoffs.after_works = [c for c in handoffs.after_works if id(c) not in ids]
             setattr(agent, _REGISTERED, [])
         for index, rule in enumerate(self.config.handoffs):
-            missing = [
-                name for name in condition_names(rule.condition) if name not in self.state.context
-            ]
-            if missing:
-                reason = f"{', '.join(missing)} not in this run's context"
+            reason = unroutable_reason(rule.condition, self.state.context)
+            if reason is not None:
                 self.skipped_handoffs.append(
                     {"index": index, "condition": rule.condition, "reason": reason}
                 )
