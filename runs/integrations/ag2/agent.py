@@ -91,6 +91,9 @@ class AgentSession(RunSession):
     async def envelope_posted(self, envelope: Any, metadata: Any) -> None:  # pragma: no cover
         return None
 
+    async def before_fold(self, envelope: Any) -> None:  # pragma: no cover - no hub
+        return None
+
     def channel_closed(self, reason: str) -> None:  # pragma: no cover
         return None
 
