@@ -108,13 +108,14 @@ class SessionArbiter:
     shown to the session before the hub folds it."""
 
     def __init__(self, session: Observer, inner: Any) -> None:
-        self.session = session
+        self.session: Observer | None = session  # None once the session ended: a pass-through
         self.inner = inner
 
     async def authorize_send(self, envelope: Any, sender: Any, rule: Any, recipients: Any) -> Any:
         decision = await self.inner.authorize_send(envelope, sender, rule, recipients)
-        if not isinstance(decision, Deny):
-            await self.session.before_fold(envelope)
+        session = self.session
+        if session is not None and not isinstance(decision, Deny):
+            await session.before_fold(envelope)
         return decision
 
     def __getattr__(self, name: str) -> Any:  # authorize_inbox, authorize_dispatch, ...

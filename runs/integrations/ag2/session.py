@@ -82,8 +82,11 @@ def attach(
     environ = os.environ if environ is None else environ
     members = list(agents)
     if isinstance(workflow, TransitionGraph):
-        if hub is None:
-            raise TypeError("attach(graph, ...) needs hub=: the Hub the workflow runs on")
+        if hub is None or not hasattr(hub, "register_listener"):
+            raise TypeError(
+                "attach(graph, ...) needs hub=: the ag2.network.Hub the workflow runs on, in this "
+                f"process (got {type(hub).__name__})"
+            )
         names = _participants(hub, workflow, members)
         check_rules(parsed, names, where="the channel")
     opened = open_run(
@@ -210,8 +213,10 @@ class WorkflowSession(RunSession):
                 hook.session = None
         self._hooks.clear()
         self.hub.unregister_listener(self._listener)
-        if self._arbiter is not None and self.hub.arbiter is self._arbiter:
-            self.hub.register_arbiter(self._arbiter.inner)
+        if self._arbiter is not None:
+            self._arbiter.session = None  # another session may have wrapped it: pass through
+            if self.hub.arbiter is self._arbiter:
+                self.hub.register_arbiter(self._arbiter.inner)
         self._arbiter = None
         super()._finish()
 
