@@ -1,4 +1,8 @@
-"""B9: what contextadmin_sdk.integrations.autogen costs a real AG2 chat, on the chat's own thread.
+"""B9: what contextadmin_sdk.integrations.autogen costs a real AG2 Classic chat, on the chat's own
+thread,
+and (bench/ag2x.py, interleaved in the same run) what contextadmin_sdk.integrations.ag2 costs the
+same
+workflow on AG2 1.x, on the workflow's own loop.
 
 The same scripted 1,000-turn group chat (two LLM-free agents taking turns, real AG2 0.14
 speaker selection, hand-off rules and derived triggers) runs side by side, interleaved per
@@ -61,7 +65,8 @@ def chat_pattern(turns: int) -> Any:
     """Two scripted agents taking turns for ``turns`` turns (no LLM, no network)."""
     from autogen.agentchat.group import AgentTarget, TerminateTarget
     from autogen.agentchat.group.patterns import DefaultPattern
-    from contextadmin_sdk.integrations.autogen.scripted import scripted_agent
+
+    from runs.demo_chats.autogen_scripted import scripted_agent
 
     asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
     answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])
@@ -110,7 +115,8 @@ class Scenario:
 class B9:
     turns: int
     reps: int
-    scenarios: dict[str, Scenario]
+    scenarios: dict[str, Scenario]  # AG2 Classic
+    scenarios_x: dict[str, Scenario] = field(default_factory=dict)  # AG2 1.x
 
 
 def _run_once(
@@ -170,7 +176,9 @@ def _run_once(
 
 
 def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
-    """Run the chat ``reps`` times per scenario, interleaved, against real and fake servers."""
+    """Run the chat ``reps`` times per scenario, interleaved (Classic, then 1.x), against real
+    and fake servers."""
+    from bench import ag2x
     from bench.servers import prepare_site
     from tests.support.processes import PROJECT, Daphne, free_port, manage, wait_for_port
 
@@ -195,19 +203,24 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
         "slow": slow_url,
     }
     scenarios = {name: Scenario(name) for name in SCENARIOS}
+    scenarios_x = {name: Scenario(name) for name in SCENARIOS}
     client_log = logging.getLogger("contextadmin_sdk.client")
     level = client_log.level
     client_log.setLevel(logging.CRITICAL)  # the down and slow cases log their outage by design
     try:
         with tempfile.TemporaryDirectory(dir=workdir) as spool:
             _run_once(scenarios["up"], 20, config, daphne.url, site.token, Path(spool))  # warm
-            scenarios["up"] = Scenario("up")
+            ag2x.run_once(scenarios_x["up"], 20, config, daphne.url, site.token, Path(spool))
+            scenarios["up"], scenarios_x["up"] = Scenario("up"), Scenario("up")
             for _ in range(reps):
                 for name in SCENARIOS:
                     _run_once(scenarios[name], turns, config, urls[name], site.token, Path(spool))
+                    ag2x.run_once(
+                        scenarios_x[name], turns, config, urls[name], site.token, Path(spool)
+                    )
     finally:
         client_log.setLevel(level)
         slow.terminate()
         slow.wait(10)
         daphne.stop()
-    return B9(turns, reps, scenarios)
+    return B9(turns, reps, scenarios, scenarios_x)

@@ -203,7 +203,8 @@ def b7_triggers(*, triggers: int, events: int, naive_events: int, reps: int) -> 
     from contextadmin_sdk.engine import DerivedContextManager
     from contextadmin_sdk.engine.format import parse_config
 
-    logging.getLogger("contextadmin_sdk.engine").setLevel(logging.WARNING)  # as in production: no INFO
+    # as in production: no INFO
+    logging.getLogger("contextadmin_sdk.engine").setLevel(logging.WARNING)
     config = parse_config(configs.derived_document(triggers)).config
     count = sum(len(v.triggers) for v in config.context_variables.derived_variables)
     assert count == triggers, count

@@ -116,7 +116,6 @@ class Delivery:
         return not (self.missing or self.duplicates or self.out_of_order)
 
 
-
 async def event_arrivals_watch(
     ws: ClientConnection, seen: dict[int, float], *, total: int, result: Any
 ) -> None:
@@ -139,6 +138,7 @@ async def event_arrivals_watch(
         seen[seq] = now
         if len(seen) == total:
             return
+
 
 async def paced(
     send: Callable[[list[int]], Awaitable[list[int]]],

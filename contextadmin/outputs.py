@@ -1,6 +1,7 @@
 """Seed 004's output mappings as definition rows: to and from the document, and their diff.
 
-The rules are the format's (``contextadmin_sdk.engine.format``: ``outputs``); this module only moves rows
+The rules are the format's (``contextadmin_sdk.engine.format``: ``outputs``); this module only
+moves rows
 and plain data, as ``specs`` does for variables and hand-offs.
 """
 

@@ -247,5 +247,6 @@ LOGGING = {
     "loggers": {
         "contextadmin": {"level": env("DJANGO_LOG_LEVEL")},
         "runs": {"level": env("DJANGO_LOG_LEVEL")},
+        "contextadmin_sdk": {"level": env("DJANGO_LOG_LEVEL")},
     },
 }

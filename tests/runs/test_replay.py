@@ -41,7 +41,8 @@ def generated_events(count: int, seed: int) -> list[dict]:
             )
         else:
             # context_set may set only database (and, outside production, environment)
-            # variables; derived flags flip by their triggers only (sdk/contextadmin_sdk/engine/state.py).
+            # variables; derived flags flip by their triggers only
+            # (sdk/contextadmin_sdk/engine/state.py).
             events.append(
                 {"type": kind, "name": "concept_overview", "value": rng.choice(["a", "b", "c"])}
             )

@@ -1,5 +1,6 @@
 """What a runtime says it runs with, and the published definitions fetched with ETag caching
-(``contextadmin_sdk.client.definitions``), against a live Daphne; and a refused run start in the fake
+(``contextadmin_sdk.client.definitions``), against a live Daphne; and a refused run start in the
+fake
 server's cases a real one cannot produce."""
 
 from __future__ import annotations

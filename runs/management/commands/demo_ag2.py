@@ -1,5 +1,7 @@
-"""Run the demo AG2 group chat (scripted agents, no LLM) and stream it into a running server."""
+"""Run the demo AG2 workflow (scripted agents, no LLM) and stream it into a running server:
+on AG2 1.x by default (a workflow channel), on AG2 Classic with ``--classic`` (a group chat)."""
 
+import asyncio
 import logging
 import os
 import stat
@@ -13,6 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, demo_workflow_import
+from runs.demo_chats.generator import DEMO_WORKFLOW
 from runs.models import ApiToken
 from runs.services.tokens import api_token_authenticate, api_token_create
 
@@ -22,8 +25,9 @@ START_WAIT_S = 10.0  # how long to wait for the run start's answer before the ch
 
 class Command(BaseCommand):
     help = (
-        "Run a real AG2 group chat with scripted, LLM-free agents following the GeneratorChat "
-        "demo workflow (hand-offs, a tool, three derived flags) and stream it to the server."
+        "Run a real AG2 workflow with scripted, LLM-free agents following the GeneratorChat "
+        "demo workflow (hand-offs, a tool, three derived flags) and stream it to the server: "
+        "an AG2 1.x workflow channel, or with --classic an AG2 Classic group chat."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -37,6 +41,11 @@ class Command(BaseCommand):
         parser.add_argument("--delay", type=float, default=0.5, help="seconds per scripted turn")
         parser.add_argument("--spool-dir", type=Path, help="keep a JSONL spool of the run here")
         parser.add_argument(
+            "--classic",
+            action="store_true",
+            help="run the AG2 Classic group chat (the autogen extra) instead of AG2 1.x",
+        )
+        parser.add_argument(
             "--token-file",
             type=Path,
             help=f"where the demo token's secret is kept (default: var/{DEMO_RUNTIME_NAME}.token)",
@@ -44,47 +53,42 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            from autogen.agentchat import initiate_group_chat
-            from contextadmin_sdk.integrations.autogen import attach
-            from contextadmin_sdk.integrations.autogen.demo import (
-                DEMO_WORKFLOW,
-                OPENING,
-                demo_pattern,
-            )
+            run_demo = self._classic() if options["classic"] else self._ag2x()
         except ImportError as exc:
-            raise CommandError(f'{exc} (install the extra: pip install -e ".[autogen]")') from None
+            extra = "autogen" if options["classic"] else "ag2"
+            raise CommandError(f'{exc} (install the extra: pip install -e ".[{extra}]")') from None
         logging.getLogger("autogen").setLevel(logging.WARNING)
         imported = demo_workflow_import(workflow=DEMO_WORKFLOWS_BY_NAME[DEMO_WORKFLOW])
         if imported is not None:  # demo_setup imports it; a database of your own may lack it
             self.stdout.write(f"demo_ag2: imported the demo workflow {imported.name}")
         token = options["token"] or self._demo_token(options["token_file"])
         url = options["url"].rstrip("/")
-        pattern = demo_pattern(delay=options["delay"])
         mongo = self._mongo()
         reporter = RunReporter(url, token)
+
+        def started(run_id: str | None) -> None:
+            if reporter.wait_started(START_WAIT_S):  # a link only to a run that exists
+                self.stdout.write(f"run {run_id}: {url}/runs/{run_id}/")
+            else:
+                self.stderr.write(
+                    f"demo_ag2: no run started yet ({reporter.error or 'no answer from ' + url}); "
+                    "the workflow goes on and its events are kept"
+                )
+
         try:
             try:  # the published definitions, from the server: any directory, after any edit
                 config = reporter.definitions(DEMO_WORKFLOW)
             except DefinitionsError as exc:
                 raise CommandError(str(exc)) from None
-            session = attach(
-                pattern,
-                config,
-                workflow_name=DEMO_WORKFLOW,
-                enterprise_id=options["enterprise_id"],
-                mongo=mongo,
+            session = run_demo(
+                config=config,
                 reporter=reporter,
+                enterprise_id=options["enterprise_id"],
+                delay=options["delay"],
                 spool_dir=options["spool_dir"],
+                mongo=mongo,
+                started=started,
             )
-            if reporter.wait_started(START_WAIT_S):  # a link only to a run that exists
-                self.stdout.write(f"run {session.run_id}: {url}/runs/{session.run_id}/")
-            else:
-                self.stderr.write(
-                    f"demo_ag2: no run started yet ({reporter.error or 'no answer from ' + url}); "
-                    "the chat goes on and its events are kept"
-                )
-            with session:
-                initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
         finally:
             if mongo is not None:
                 mongo.close()
@@ -103,6 +107,81 @@ class Command(BaseCommand):
             f"done: {session.state.last_seq} events, run_status completed: "
             f"{url}/runs/{session.run_id}/"
         )
+
+    def _ag2x(self) -> Any:
+        """The demo as an AG2 1.x workflow channel on an in-process hub."""
+        from contextadmin_sdk.integrations.ag2 import attach
+
+        from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
+
+        def run(
+            *,
+            config: Any,
+            reporter: Any,
+            enterprise_id: str,
+            delay: float,
+            spool_dir: Any,
+            mongo: Any,
+            started: Any,
+        ) -> Any:
+            async def main() -> Any:
+                demo = await demo_workflow(delay=delay)
+                session = attach(
+                    demo.graph,
+                    config,
+                    hub=demo.hub,
+                    agents=demo.agents,
+                    workflow_name=DEMO_WORKFLOW,
+                    enterprise_id=enterprise_id,
+                    mongo=mongo,
+                    reporter=reporter,
+                    spool_dir=spool_dir,
+                )
+                started(session.run_id)
+                try:
+                    async with session:
+                        await run_demo(demo, session, timeout=60 + 40 * delay)
+                finally:
+                    await demo.hub.close()
+                return session
+
+            return asyncio.run(main())
+
+        return run
+
+    def _classic(self) -> Any:
+        """The demo as an AG2 Classic group chat."""
+        from autogen.agentchat import initiate_group_chat
+        from contextadmin_sdk.integrations.autogen import attach
+
+        from runs.demo_chats.autogen_chat import OPENING, demo_pattern
+
+        def run(
+            *,
+            config: Any,
+            reporter: Any,
+            enterprise_id: str,
+            delay: float,
+            spool_dir: Any,
+            mongo: Any,
+            started: Any,
+        ) -> Any:
+            pattern = demo_pattern(delay=delay)
+            session = attach(
+                pattern,
+                config,
+                workflow_name=DEMO_WORKFLOW,
+                enterprise_id=enterprise_id,
+                mongo=mongo,
+                reporter=reporter,
+                spool_dir=spool_dir,
+            )
+            started(session.run_id)
+            with session:
+                initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
+            return session
+
+        return run
 
     def _mongo(self) -> Any:
         """The runtime looks up the database variable (concept_overview) itself, as a real one

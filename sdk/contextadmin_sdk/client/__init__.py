@@ -4,4 +4,6 @@ a spool), the published definitions with ETag caching, and what a refused start 
 from .definitions import DefinitionsError, runtime_info, sdk_version
 from .reporter import ReportError, Resumed, RunReporter
 
-__all__ = ["DefinitionsError", "ReportError", "Resumed", "RunReporter", "runtime_info", "sdk_version"]
+__all__ = [
+    "DefinitionsError", "ReportError", "Resumed", "RunReporter", "runtime_info", "sdk_version",
+]

@@ -10,7 +10,8 @@ times and raising ``ReportError`` when the server refuses or stays down::
     reporter.event("agent_text", agent="InterviewAgent", text="NEXT")
     reporter.close()            # flushes; also done at interpreter exit
 
-**Background** (``background=True``, what ``contextadmin_sdk.integrations.autogen`` uses inside a chat): the
+**Background** (``background=True``, what ``contextadmin_sdk.integrations.autogen`` uses inside a
+chat): the
 caller's thread only numbers the event and appends it to a bounded queue (and, with
 ``spool_dir``, one JSON line to a spool file); a daemon thread sends batches. Nothing in this
 mode blocks or raises into the caller: a slow, down or refusing server is logged once per
@@ -174,7 +175,8 @@ class RunReporter:
 
         ``definitions``: what the runtime runs with (a parsed config is sent as its canonical
         export with its version and digest), so the run is pinned to them; ``runtime``: what
-        reports it (``contextadmin_sdk.client.definitions.runtime_info``). In background mode the request
+        reports it (``contextadmin_sdk.client.definitions.runtime_info``). In background mode the
+        request
         is queued and the id (``run_id`` or a new one) returned at once.
         """
         body: dict[str, Any] = {"workflow": workflow, "enterprise_id": enterprise_id}

@@ -52,7 +52,8 @@ EVENT_FIELDS: tuple[str, ...] = (
     "rule",
 )
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
-# The rules a refused context_set broke (contextadmin_sdk.engine.state.context_set_refusal names them).
+# The rules a refused context_set broke (contextadmin_sdk.engine.state.context_set_refusal names
+# them).
 WARNING_RULES: tuple[str, ...] = (
     "base",  # enterprise_id, workflow_name and the base flags never change during a run
     "constant",  # a declarative variable is a constant

@@ -151,7 +151,8 @@ BASE_FLAGS: dict[str, str] = {
     "monetization_enabled": "MONETIZATION_ENABLED",
 }
 JSON_MAX_DEPTH = 64  # nesting of any JSON value the engine takes in (events, contexts, templates)
-# A run's state budget (sdk/contextadmin_sdk/engine/state.py; docs/reliability.md "a run's state is bounded").
+# A run's state budget (sdk/contextadmin_sdk/engine/state.py; docs/reliability.md "a run's state is
+# bounded").
 # The state is rewritten after every batch, so it holds previews, never blobs: the full text of
 # every output stays in the event log (the node's "seq" says which event).
 NODE_TEXT_MAX_CHARS = 1_000  # an agent's last text kept in nodes; longer: a preview this long

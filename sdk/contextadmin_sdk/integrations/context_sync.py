@@ -1,6 +1,7 @@
 """Compare a chat's own context with the run's state: what the adapters report (DESIGN.md §4).
 
-Both AG2 adapters (``contextadmin_sdk.integrations.autogen`` for AG2 Classic, ``contextadmin_sdk.integrations.ag2`` for
+Both AG2 adapters (``contextadmin_sdk.integrations.autogen`` for AG2 Classic,
+``contextadmin_sdk.integrations.ag2`` for
 AG2 1.x) let tools and reply functions write the chat's own context. Nothing the chat changes is
 dropped silently: after every turn an adapter asks ``ContextSync.changes`` what to report, and
 gets
@@ -38,7 +39,8 @@ class ContextSync:
     def __init__(self, config: ContextVariablesFile, *, production: bool) -> None:
         if not isinstance(config, ContextVariablesFile):
             raise TypeError(
-                f"config: must be a ContextVariablesFile (contextadmin_sdk.engine.load_config(...).config), "
+                "config: must be a ContextVariablesFile "
+                f"(contextadmin_sdk.engine.load_config(...).config), "
                 f"not {type(config).__name__}"
             )
         self.config = config

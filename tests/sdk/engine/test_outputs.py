@@ -1,4 +1,5 @@
-"""Seed 004's ``agent``/``world`` namespaces and output mappings (sdk/contextadmin_sdk/engine/outputs.py).
+"""Seed 004's ``agent``/``world`` namespaces and output mappings
+(sdk/contextadmin_sdk/engine/outputs.py).
 
 The rules: ``outputs`` is optional (files without it stay valid and export unchanged); a mapping
 writes ``agent.…`` or ``world.…`` only, never a variable, one mapping per path, never a path

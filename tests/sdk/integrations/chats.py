@@ -11,7 +11,8 @@ from autogen.agentchat.group import (
     TerminateTarget,
 )
 from autogen.agentchat.group.patterns import DefaultPattern
-from contextadmin_sdk.integrations.autogen.scripted import (
+
+from runs.demo_chats.autogen_scripted import (
     ToolCall,
     scripted_agent,
     scripted_tool_agent,

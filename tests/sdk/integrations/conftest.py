@@ -35,7 +35,7 @@ def silent_ag2() -> Iterator[None]:
 def site(daphne_server: Any) -> tuple[Any, str]:
     """The shared Daphne (tests/support/live_server.py) with the GeneratorChat workflow and a
     runtime token."""
-    from contextadmin_sdk.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW
+    from runs.demo_chats.autogen_chat import DEMO_CONFIG, DEMO_WORKFLOW
 
     daphne_server.manage("import_context", str(DEMO_CONFIG), "--workflow", DEMO_WORKFLOW)
     token = daphne_server.manage("create_api_token", "ag2-live").stdout.strip()

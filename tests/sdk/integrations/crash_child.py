@@ -8,7 +8,8 @@ import sys
 from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.integrations.autogen import attach
-from contextadmin_sdk.integrations.autogen.demo import (
+
+from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
     DEMO_WORKFLOW,
     OPENING,

@@ -7,14 +7,14 @@ import json
 
 from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.integrations.autogen import attach
-from contextadmin_sdk.integrations.autogen.demo import (
+
+from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME
+from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
     DEMO_WORKFLOW,
     OPENING,
     demo_pattern,
 )
-
-from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME
 
 
 def test_the_shipped_script_is_the_demo_chats_run() -> None:

@@ -1,4 +1,5 @@
-"""docs/ag2.md's examples run, against a live server, so they cannot rot."""
+"""docs/ag2.md's examples run, against a live server, so they cannot rot: the AG2 1.x quick
+start and the Classic one, each session checked after its block."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def test_ag2_doc_examples_run_from_any_directory_after_an_edit(
     """The quick start takes the published definitions from the server: it runs outside the
     repository, and a change an operator publishes shows in its next run."""
     from contextadmin_sdk.client import RunReporter
-    from contextadmin_sdk.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW
+
+    from runs.demo_chats.autogen_chat import DEMO_CONFIG, DEMO_WORKFLOW
 
     server, token = site
     edited = json.loads(DEMO_CONFIG.read_text())
@@ -38,20 +40,30 @@ def test_ag2_doc_examples_run_from_any_directory_after_an_edit(
     for name in ("ENVIRONMENT", "CONTEXT_AWARE", "MONETIZATION_ENABLED", "MONGODB_URI"):
         monkeypatch.delenv(name, raising=False)
     blocks = python_blocks()
-    assert len(blocks) >= 3
+    assert len(blocks) >= 4
     namespace: dict[str, object] = {"__name__": "ag2_doc"}
+    sessions = []
     try:
         for index, block in enumerate(blocks):
             exec(compile(block, f"{DOC}:block{index}", "exec"), namespace)  # noqa: S102
+            if namespace.get("session") is not None and namespace["session"] not in sessions:
+                sessions.append(namespace["session"])
     finally:  # the shared server's workflow as shipped again, for the other tests
         server.manage("import_context", str(DEMO_CONFIG), "--workflow", DEMO_WORKFLOW,
                       "--replace")
-    session = namespace["session"]
-    assert session.reporter.last_acked_seq == session.state.last_seq  # type: ignore[attr-defined]
-    assert session.context["max_items"] == 40  # type: ignore[attr-defined]
-    assert "interview_complete" in capsys.readouterr().out
-    assert not (tmp_path / "var" / "spool" / f"{session.run_id}.jsonl").exists()  # type: ignore[attr-defined]
-    state = RunReporter(server.url, token).fetch_state(session.run_id)  # type: ignore[attr-defined]
-    assert state["definitions"]["source"] == "version"  # pinned to the version it fetched
-    assert state["state"]["context"]["max_items"] == 40
-    assert state["runtime"]["framework"] == "autogen"
+    assert [type(s).__module__ for s in sessions] == [
+        "contextadmin_sdk.integrations.ag2.session",  # the 1.x quick start comes first
+        "contextadmin_sdk.integrations.autogen.session",
+    ]
+    for session, framework in zip(sessions, ("ag2", "autogen"), strict=True):
+        reporter = session.reporter  # type: ignore[attr-defined]
+        assert reporter.last_acked_seq == session.state.last_seq  # type: ignore[attr-defined]
+        assert session.context["max_items"] == 40  # type: ignore[attr-defined]
+        spool = tmp_path / "var" / "spool" / f"{session.run_id}.jsonl"  # type: ignore[attr-defined]
+        assert not spool.exists()
+        state = RunReporter(server.url, token).fetch_state(session.run_id)  # type: ignore[attr-defined]
+        assert state["definitions"]["source"] == "version"  # pinned to the version it fetched
+        assert state["state"]["context"]["max_items"] == 40
+        assert state["state"]["execution"]["status"] == "completed"
+        assert state["runtime"]["framework"] == framework
+    assert capsys.readouterr().out.count("interview_complete") == 2

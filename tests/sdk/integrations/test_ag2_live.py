@@ -18,14 +18,14 @@ from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.engine import build_context, replay
 from contextadmin_sdk.integrations.autogen import attach
-from contextadmin_sdk.integrations.autogen.demo import (
+from websockets.sync.client import connect
+
+from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
     DEMO_WORKFLOW,
     OPENING,
     demo_pattern,
 )
-from websockets.sync.client import connect
-
 from tests.support.processes import PROJECT, Daphne, wait_for_port
 
 pytestmark = pytest.mark.slow

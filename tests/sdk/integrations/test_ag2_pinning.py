@@ -14,13 +14,13 @@ import pytest
 from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.integrations.autogen import attach
-from contextadmin_sdk.integrations.autogen.demo import (
+
+from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
     DEMO_WORKFLOW,
     OPENING,
     demo_pattern,
 )
-
 from tests.support.live_server import LiveServer, live_server_run
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,8 @@ import pytest
 from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.client import ReportError, RunReporter
 from contextadmin_sdk.integrations.autogen import attach
-from contextadmin_sdk.integrations.autogen.demo import (
+
+from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
     DEMO_WORKFLOW,
     OPENING,

@@ -1,4 +1,5 @@
-"""contextadmin_sdk.integrations.autogen on real AG2 group chats with scripted agents (no LLM, no network)."""
+"""contextadmin_sdk.integrations.autogen on real AG2 group chats with scripted agents (no LLM, no
+network)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from autogen.agentchat import initiate_group_chat, run_group_chat, run_group_cha
 from autogen.agentchat.group import ContextVariables
 from contextadmin_sdk.engine import replay
 from contextadmin_sdk.integrations.autogen import HandoffRuleError, attach
-from contextadmin_sdk.integrations.autogen.demo import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
     DEMO_WORKFLOW,
     OPENING,
     demo_pattern,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from .chats import (
     ToolCall,

@@ -18,7 +18,8 @@ How the pieces fit:
   events to another agent -> ``handoff`` (with the rule index when one of ours fired); a
   change a tool or reply function made to a declared variable -> ``context_set`` naming the tool
   or agent (a derived flag set to a boolean is a flip), or a ``warning`` when the run may not
-  take it (``contextadmin_sdk.integrations.context_sync``: nothing the chat changes is dropped silently).
+  take it (``contextadmin_sdk.integrations.context_sync``: nothing the chat changes is dropped
+  silently).
 - **Hand-offs.** Each config rule becomes two ``OnContextCondition`` registrations on its
   source agent (see ``_register_handoffs`` for why both).
 """
@@ -26,28 +27,33 @@ How the pieces fit:
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.client.definitions import runtime_info
 from contextadmin_sdk.engine import (
-    RUN_ENDED_STATUSES,
     TEXT_MAX_CHARS,
     EventError,
     Flip,
     RunState,
-    build_context,
-    condition_names,
-    is_production,
-    load_config,
 )
 from contextadmin_sdk.engine.format import ContextVariablesFile
+from contextadmin_sdk.integrations.common import (
+    ConfigArg,
+    HandoffRuleError,
+    check_rules,
+    completed_overview,
+    load_config_arg,
+    open_run,
+    refusal_message,
+    text_of,
+    tool_data,
+    unroutable_reason,
+)
 from contextadmin_sdk.integrations.context_sync import ContextSync
 
 try:
@@ -89,22 +95,6 @@ if not autogen.__version__.startswith("0.14."):  # pragma: no cover
     )
 
 
-class HandoffRuleError(ValueError):
-    """A hand-off rule of the config that this pattern cannot route."""
-
-
-ConfigArg = ContextVariablesFile | Mapping[str, Any] | bytes | str | os.PathLike[str]
-
-
-def _load(config: ConfigArg) -> ContextVariablesFile:
-    """Accept a path, JSON text or bytes, a mapping, or a parsed config."""
-    if isinstance(config, os.PathLike) or (
-        isinstance(config, str) and not config.lstrip().startswith("{")
-    ):
-        config = Path(config).read_bytes()
-    return load_config(config).config
-
-
 def attach(
     pattern: Any,
     config: ConfigArg,
@@ -123,67 +113,28 @@ def attach(
     session whose ``with`` block observes the chat.
 
     ``run_id`` (with a ``reporter``) resumes that run from the server's state and the spool.
-    ``spool_dir`` and ``capacity`` configure the reporter's background mode (sdk/contextadmin_sdk/client/reporter.py);
+    ``spool_dir`` and ``capacity`` configure the reporter's background mode
+    (sdk/contextadmin_sdk/client/reporter.py);
     ``flush_timeout`` bounds how long leaving the ``with`` block waits for acknowledgements.
     """
-    parsed = _load(config)
+    _refuse_ag2x(pattern)
+    parsed = load_config_arg(config)
     environ = os.environ if environ is None else environ
     agents = {agent.name: agent for agent in pattern.agents}
-    _check_rules(parsed, agents)
-    if run_id is not None and reporter is None:
-        raise ValueError("run_id resumes a run from the server: pass the reporter too")
-    if reporter is not None:
-        if reporter.run_id is not None:
-            raise ValueError(
-                f"the reporter already reports run {reporter.run_id}: give attach() a fresh "
-                "reporter (and run_id=... to resume that run)"
-            )
-        reporter.use_background(capacity=capacity, spool_dir=spool_dir)
-
-    warnings: list[str] = []
-    environment = "production" if is_production(environ) else "development"
-    if run_id is None:
-        built = build_context(
-            parsed,
-            workflow_name=workflow_name,
-            enterprise_id=enterprise_id,
-            environ=environ,
-            mongo=mongo,
-        )
-        warnings.extend(built.warnings)
-        state = RunState(parsed, built.values, environment=environment)
-        if reporter is not None:
-            reporter.start(
-                workflow=workflow_name,
-                enterprise_id=enterprise_id,
-                environment=environment,
-                context=copy.deepcopy(dict(built.values)),
-                definitions=parsed,  # the run is pinned to what this chat runs with
-                runtime=runtime_info(framework="autogen", version=autogen.__version__),
-            )
-        unsent: list[dict[str, Any]] = []
-    else:
-        assert reporter is not None
-        resumed = reporter.resume(run_id)
-        if resumed.server is not None:
-            state = RunState.from_dict(
-                parsed, {**resumed.server["state"], "flips": resumed.server.get("flips", [])}
-            )
-        else:
-            start = resumed.start or {}
-            state = RunState(
-                parsed,
-                start.get("context") or {},
-                environment=start.get("environment") or environment,
-            )
-        unsent = resumed.unsent
-        for event in unsent:  # observed before the crash, not yet on the server
-            state.apply(event)
-        status = state.get("execution.status")
-        if status in RUN_ENDED_STATUSES:
-            reporter.close(0)
-            raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
-
+    check_rules(parsed, agents, where="the pattern")
+    opened = open_run(
+        parsed,
+        workflow_name=workflow_name,
+        enterprise_id=enterprise_id,
+        environ=environ,
+        mongo=mongo,
+        reporter=reporter,
+        run_id=run_id,
+        spool_dir=spool_dir,
+        capacity=capacity,
+        runtime=runtime_info(framework="autogen", version=autogen.__version__),
+    )
+    state, unsent, warnings = opened.state, opened.unsent, opened.warnings
     session = AG2Session(
         pattern=pattern,
         config=parsed,
@@ -199,18 +150,21 @@ def attach(
     return session
 
 
-def _check_rules(config: ContextVariablesFile, agents: Mapping[str, Any]) -> None:
-    problems = []
-    for index, rule in enumerate(config.handoffs):
-        for role, name in (
-            ("source_agent", rule.source_agent),
-            ("target_agent", rule.target_agent),
-        ):
-            if name not in agents:
-                problems.append(f"handoffs[{index}].{role}: no agent named {name!r} in the pattern")
-    if problems:
-        known = ", ".join(sorted(agents)) or "none"
-        raise HandoffRuleError("; ".join(problems) + f" (the pattern's agents: {known})")
+def _refuse_ag2x(pattern: Any) -> None:
+    """An AG2 1.x object (``import ag2``) belongs to the 1.x adapter: say so."""
+    module = type(pattern).__module__
+    if module == "ag2" or module.startswith("ag2."):
+        raise TypeError(
+            f"attach() got an AG2 1.x {type(pattern).__name__}: "
+            "contextadmin_sdk.integrations.autogen attaches "
+            "to AG2 Classic group chats (a Pattern); use "
+            "contextadmin_sdk.integrations.ag2.attach for AG2 1.x workflows and agents"
+        )
+    if not hasattr(pattern, "agents") or not hasattr(pattern, "context_variables"):
+        raise TypeError(
+            f"attach() takes an AG2 Classic Pattern (autogen.agentchat.group.patterns), got "
+            f"{type(pattern).__name__}"
+        )
 
 
 class _ObservingStream:
@@ -288,20 +242,7 @@ class AG2Session:
 
         Send it to the agent that continues a resumed run, so it does not redo them.
         """
-        if not self.state.flips:
-            return "No milestones have been reached yet in this run."
-        descriptions = {
-            var.name: var.description for var in self.config.context_variables.derived_variables
-        }
-        lines = ["The following milestones have already been reached in this run:"]
-        for flip in self.state.flips:
-            about = f": {descriptions[flip['name']]}" if descriptions.get(flip["name"]) else ""
-            lines.append(
-                f"- {flip['name']}{about} (reached at event #{flip['seq']}, "
-                f"{_describe_cause(flip.get('cause') or {})})"
-            )
-        lines.append("Continue with the remaining work; do not repeat these steps.")
-        return "\n".join(lines)
+        return completed_overview(self.config, self.state)
 
     def __enter__(self) -> AG2Session:
         previous = IOStream.get_default()
@@ -387,7 +328,7 @@ class AG2Session:
         sender = inner.sender
         if sender.startswith(TOOL_EXECUTOR_PREFIX):
             return
-        text = _text_of(inner.content)
+        text = text_of(inner.content)
         if text is None:
             return
         transit = self._transit.pop(sender, None)
@@ -407,7 +348,7 @@ class AG2Session:
         for call in inner.tool_calls or []:
             if call.id is not None and call.function.name:
                 self._tool_calls[call.id] = (call.function.name, inner.sender)
-        text = _text_of(inner.content)
+        text = text_of(inner.content)
         if text:  # a tool call with words is also a turn
             self._on_text(inner)
 
@@ -424,13 +365,13 @@ class AG2Session:
                 continue
             tool, agent = call
             success = self._executed.pop(response.tool_call_id or "", True)
-            text = _text_of(response.content) or ""
+            text = text_of(response.content) or ""
             event = {
                 "type": "tool_response",
                 "agent": agent,
                 "tool": tool,
                 "status": "success" if success else "error",
-                "data": _tool_data(text),
+                "data": tool_data(text),
             }
             if not self._emit(event):
                 self._emit({**event, "data": {"content": text[:TEXT_MAX_CHARS]}})
@@ -493,11 +434,7 @@ class AG2Session:
         it (the chat goes on either way; the warning is in ``session.warnings`` too)."""
         for event in self._sync.changes(self.context.data, self.state, agent=agent, tool=tool):
             if event["type"] == "warning":
-                who = " ".join(f"{key} {event[key]}" for key in ("tool", "agent") if key in event)
-                message = (
-                    f"{who or 'the chat'} set {event['name']} to {event['value']!r}: refused "
-                    f"({event['text']}); recorded as a warning event"
-                )
+                message = refusal_message(event)
                 self.warnings.append(message)
                 logger.warning("%s", message)
             self._emit(event)
@@ -538,11 +475,8 @@ class AG2Session:
                 handoffs.after_works = [c for c in handoffs.after_works if id(c) not in ids]
             setattr(agent, _REGISTERED, [])
         for index, rule in enumerate(self.config.handoffs):
-            missing = [
-                name for name in condition_names(rule.condition) if name not in self.state.context
-            ]
-            if missing:
-                reason = f"{', '.join(missing)} not in this run's context"
+            reason = unroutable_reason(rule.condition, self.state.context)
+            if reason is not None:
                 self.skipped_handoffs.append(
                     {"index": index, "condition": rule.condition, "reason": reason}
                 )
@@ -577,40 +511,3 @@ class AG2Session:
         self._warned.add(key)
         self.warnings.append(message)
         logger.warning("%s", message)
-
-
-def _text_of(content: Any) -> str | None:
-    """The text of a message's content: a string, a scalar, or multimodal parts."""
-    if content is None:
-        return None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            part.get("text", "") for part in content if isinstance(part, dict) and "text" in part
-        ]
-        return "\n".join(parts)
-    return str(content)
-
-
-def _tool_data(text: str) -> dict[str, Any]:
-    """A tool's output as a node output: its JSON object, or ``{"content": text}``."""
-    if text[:1] == "{":
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            return data
-    return {"content": text[:TEXT_MAX_CHARS]}
-
-
-def _describe_cause(cause: Mapping[str, Any]) -> str:
-    if cause.get("type") == "tool_response":
-        status = cause.get("status")
-        return f"when tool {cause.get('tool')} responded" + (f" with {status}" if status else "")
-    if "turns" in cause:
-        return f"at {cause.get('agent')}'s turn {cause['turns']}"
-    if "text" in cause:
-        return f'when {cause.get("agent")} said "{cause["text"]}"'
-    return "by an event"

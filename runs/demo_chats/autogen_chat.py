@@ -11,7 +11,6 @@ annotations, which that import would turn into strings.
 """
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 from autogen.agentchat.group import (
@@ -26,14 +25,10 @@ from autogen.agentchat.group import (
 )
 from autogen.agentchat.group.patterns import DefaultPattern
 
-from .scripted import ToolCall, scripted_agent, scripted_tool_agent
+from runs.demo_chats.autogen_scripted import ToolCall, scripted_agent, scripted_tool_agent
+from runs.demo_chats.generator import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, PLANNED
 
-DEMO_WORKFLOW = "GeneratorChat"
-DEMO_CONFIG = (
-    Path(__file__).resolve().parents[4] / "contextadmin" / "demo" / "ag2_context_variables.json"
-)
-OPENING = "I want to build a product. Help me set up its workflow."
-PLANNED = "product_tier,max_items,concept_overview,context_aware,interview_complete,context_saved"
+__all__ = ["DEMO_CONFIG", "DEMO_WORKFLOW", "OPENING", "demo_pattern", "save_context_plan"]
 
 
 def save_context_plan(

@@ -1,0 +1,141 @@
+"""B9 on AG2 1.x: what contextadmin_sdk.integrations.ag2 costs a real workflow channel, on its own
+loop.
+
+The same scripted workflow as Classic's B9 chat (two LLM-free agents taking turns, the same
+config: derived triggers of both kinds and two hand-off rules) runs as an AG2 1.x workflow
+channel on an in-process hub: a human opens it, then Asker and Answerer alternate through the
+graph until ``max_turns``. Run without the adapter, and with it reporting to a server up, down
+and slow (the scenarios of bench/ag2.py, interleaved with Classic's in the same run). The
+adapter's cost is the time spent in the session's observation hooks per envelope or turn that
+became a run event (the agent middleware's ``turn_ended`` / ``tool_ended``, the hub listener's
+``envelope_posted``: mapping, the RunState fold, posting a flip into ``context_vars``, the
+spool line and the enqueue); the sending happens on the reporter's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+WORKFLOW = "B9Chat"
+
+
+async def _workflow(turns: int) -> tuple[Any, Any, list[Any], Any]:
+    from ag2.network import AgentTarget, FromSpeaker, Transition, TransitionGraph
+
+    from runs.demo_chats.ag2_scripted import in_process_hub, register_human, scripted_agent
+
+    hub = await in_process_hub()
+    user = await register_human(hub, "user", inbox=10 * turns + 1000)
+    asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
+    answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])
+    agents = [asker, answerer]
+    for agent in agents:
+        await hub.register(agent, attach_plugin=False)
+    ids = hub.name_to_id_map()
+    graph = TransitionGraph(
+        initial_speaker=user.agent_id,
+        transitions=[
+            Transition(FromSpeaker(user.agent_id), AgentTarget(ids["Asker"])),
+            Transition(FromSpeaker(ids["Asker"]), AgentTarget(ids["Answerer"])),
+            Transition(FromSpeaker(ids["Answerer"]), AgentTarget(ids["Asker"])),
+        ],
+        max_turns=turns + 1,
+    )
+    return hub, user, agents, graph
+
+
+def _closed_listener() -> Any:
+    """A hub listener whose ``done`` is set when a channel closes (the run without adapter)."""
+    from ag2.network import BaseHubListener
+
+    class Closed(BaseHubListener):
+        def __init__(self) -> None:
+            self.done = asyncio.Event()
+
+        async def on_channel_event(self, channel_id: str, kind: str, payload: Any) -> None:
+            if kind in ("closed", "expired"):
+                self.done.set()
+
+    return Closed()
+
+
+def _timed(
+    session: Any, name: str, reported: list[int], ignored: list[int], cpu: list[int]
+) -> None:
+    """Wrap one observation hook of ``session`` with wall-clock and CPU timers."""
+    hook = getattr(session, name)
+    events = session.events
+    clock, thread_clock = time.perf_counter_ns, time.thread_time_ns
+
+    async def timed(*args: Any) -> None:
+        before = len(events)
+        began, began_cpu = clock(), thread_clock()
+        await hook(*args)
+        spent_cpu, spent = thread_clock() - began_cpu, clock() - began
+        if len(events) > before:
+            reported.append(spent)
+            cpu.append(spent_cpu)
+        else:
+            ignored.append(spent)
+
+    setattr(session, name, timed)
+
+
+async def _run(
+    scenario: Any, turns: int, config: Any, url: str | None, token: str, spool: Path
+) -> None:
+    from ag2.network import WORKFLOW_TYPE
+    from contextadmin_sdk.client import RunReporter
+    from contextadmin_sdk.integrations.ag2 import attach
+
+    from runs.demo_chats.ag2_scripted import run_workflow
+
+    hub, user, agents, graph = await _workflow(turns)
+    try:
+        if url is None:
+            closed = _closed_listener()
+            hub.register_listener(closed)
+            began = time.perf_counter()
+            channel = await user.open(
+                type=WORKFLOW_TYPE,
+                target=[agent.name for agent in agents],
+                knobs={"graph": graph.to_dict(), "context_vars": {}},
+            )
+            await user.send(channel.channel_id, "Start.")
+            await asyncio.wait_for(closed.done.wait(), 600)
+            scenario.chat_s.append(time.perf_counter() - began)
+            return
+        session = attach(
+            graph,
+            config,
+            hub=hub,
+            agents=agents,
+            workflow_name=WORKFLOW,
+            enterprise_id="bench",
+            environ={},
+            reporter=RunReporter(url, token, timeout=30.0),
+            spool_dir=spool,
+            flush_timeout=0.0 if scenario.name == "down" else 60.0,  # after the timing
+        )
+        for hook in ("turn_ended", "tool_ended", "envelope_posted"):
+            _timed(session, hook, scenario.event_ns, scenario.other_ns, scenario.cpu_ns)
+        session.__enter__()
+        began = time.perf_counter()
+        await run_workflow(hub, user, agents, session, opening="Start.", timeout=600)
+        scenario.chat_s.append(time.perf_counter() - began)
+        await asyncio.to_thread(session.__exit__, None, None, None)
+        scenario.run_events += session.state.last_seq
+        assert session.reporter is not None
+        scenario.delivered += session.reporter.last_acked_seq
+    finally:
+        await hub.close()
+
+
+def run_once(
+    scenario: Any, turns: int, config: Any, url: str | None, token: str, spool: Path
+) -> None:
+    """One 1.x workflow run of ``scenario`` (its own event loop, as a runtime's would be)."""
+    asyncio.run(_run(scenario, turns, config, url, token, spool))

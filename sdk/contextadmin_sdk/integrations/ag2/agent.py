@@ -1,0 +1,103 @@
+"""A single ``ag2.Agent`` run (no network, no hand-offs) under contextadmin."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ag2 import Agent
+from ag2.events import ToolErrorEvent
+from ag2.network import CHANNEL_DEP
+
+from contextadmin_sdk.engine import Flip
+from contextadmin_sdk.integrations.common import text_of
+
+from .observe import SessionHook, hook_of
+from .run import RunSession, result_text
+
+__all__ = ["AgentSession"]
+
+
+class AgentSession(RunSession):
+    """One run of a single ``ag2.Agent`` (no network, no hand-offs). Made by ``attach``.
+
+    The run's context is written into each turn's ``Context.variables`` (what a tool reads
+    with ``Variable()`` and writes through ``Context``); flips land there during the turn.
+    """
+
+    def __init__(self, *, agent: Agent, **common: Any) -> None:
+        super().__init__(**common)
+        self.agent = agent
+        self.variables: dict[str, Any] = copy.deepcopy(self.state.context)
+        self._hook: SessionHook | None = None
+        for index, rule in enumerate(self.config.handoffs):
+            self.skipped_handoffs.append(
+                {"index": index, "condition": rule.condition, "reason": "a single agent"}
+            )
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """The run's variables as the agent's turns left them."""
+        return self.variables
+
+    def _begin(self) -> None:
+        self._hook = hook_of(self.agent)
+        self._hook.session = self
+
+    def _finish(self) -> None:
+        if self._hook is not None and self._hook.session is self:
+            self._hook.session = None
+        super()._finish()
+
+    def watching(self, context: Any) -> bool:
+        return context.dependencies.get(CHANNEL_DEP) is None
+
+    def tool_started(self, agent: str, call: Any) -> None:
+        return None
+
+    def turn_started(self, agent: str, context: Any) -> None:
+        self.observed += 1
+        try:
+            context.variables.update(copy.deepcopy(self.variables))
+        except Exception:
+            self._failed("seeding a turn's variables")
+
+    async def turn_ended(self, agent: str, response: Any, context: Any) -> None:
+        try:
+            self._settle(context, self.sync(dict(context.variables), agent=agent))
+            text = text_of(response.content)
+            if text:
+                self._settle(context, self.on_text(agent, text))
+            self.variables.update(
+                {n: copy.deepcopy(v) for n, v in context.variables.items() if n in self._declared}
+            )
+        except Exception:
+            self._failed("an agent's turn")
+
+    async def tool_ended(self, agent: str, call: Any, result: Any, context: Any) -> None:
+        self.observed += 1
+        try:
+            self._settle(context, self.sync(dict(context.variables), agent=agent, tool=call.name))
+            flips = self.on_tool(
+                agent,
+                call.name,
+                success=not isinstance(result, ToolErrorEvent),
+                text=result_text(result),
+            )
+            self._settle(context, flips)
+        except Exception:
+            self._failed("a tool's result")
+
+    async def envelope_posted(self, envelope: Any, metadata: Any) -> None:  # pragma: no cover
+        return None
+
+    async def before_fold(self, envelope: Any) -> None:  # pragma: no cover - no hub
+        return None
+
+    def channel_closed(self, reason: str) -> None:  # pragma: no cover
+        return None
+
+    def _settle(self, context: Any, flips: list[Flip]) -> None:
+        for flip in flips:
+            context.variables[flip.name] = flip.value
+            self.variables[flip.name] = flip.value

@@ -1,0 +1,226 @@
+"""What both AG2 adapters share (contextadmin_sdk.integrations.ag2 for AG2 1.x,
+contextadmin_sdk.integrations.autogen for
+AG2 Classic): loading the config, opening or resuming the run, checking hand-off rules against
+the workflow's agents, and turning AG2's outputs and a run's flips into run events and text.
+
+Django-free and AG2-free: each adapter imports its own AG2.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.engine import (
+    RUN_ENDED_STATUSES,
+    TEXT_MAX_CHARS,
+    RunState,
+    build_context,
+    condition_names,
+    is_production,
+    load_config,
+)
+from contextadmin_sdk.engine.format import ContextVariablesFile
+
+__all__ = [
+    "ConfigArg",
+    "HandoffRuleError",
+    "OpenedRun",
+    "check_rules",
+    "completed_overview",
+    "describe_cause",
+    "load_config_arg",
+    "open_run",
+    "refusal_message",
+    "text_of",
+    "tool_data",
+    "unroutable_reason",
+]
+
+ConfigArg = ContextVariablesFile | Mapping[str, Any] | bytes | str | os.PathLike[str]
+
+
+class HandoffRuleError(ValueError):
+    """A hand-off rule of the config that this workflow cannot route."""
+
+
+def load_config_arg(config: ConfigArg) -> ContextVariablesFile:
+    """Accept a path, JSON text or bytes, a mapping, or a parsed config."""
+    if isinstance(config, os.PathLike) or (
+        isinstance(config, str) and not config.lstrip().startswith("{")
+    ):
+        config = Path(config).read_bytes()
+    return load_config(config).config
+
+
+def check_rules(config: ContextVariablesFile, agents: Iterable[str], *, where: str) -> None:
+    """Refuse rules naming an agent that is not in the workflow (``where``: "the pattern",
+    "the channel"); the error names each rule and the workflow's agents."""
+    known = set(agents)
+    problems = []
+    for index, rule in enumerate(config.handoffs):
+        for role, name in (
+            ("source_agent", rule.source_agent),
+            ("target_agent", rule.target_agent),
+        ):
+            if name not in known:
+                problems.append(f"handoffs[{index}].{role}: no agent named {name!r} in {where}")
+    if problems:
+        listed = ", ".join(sorted(known)) or "none"
+        raise HandoffRuleError("; ".join(problems) + f" ({where}'s agents: {listed})")
+
+
+def unroutable_reason(condition: str, context: Mapping[str, Any]) -> str | None:
+    """Why a hand-off rule never fires in this run (a variable absent from its context: an
+    environment variable in production, seed 000), or None when it may."""
+    missing = [name for name in condition_names(condition) if name not in context]
+    return f"{', '.join(missing)} not in this run's context" if missing else None
+
+
+@dataclass
+class OpenedRun:
+    """A run started (or resumed) for a session: its state and what to replay."""
+
+    state: RunState
+    unsent: list[dict[str, Any]] = field(default_factory=list)  # spooled, not on the server yet
+    warnings: list[str] = field(default_factory=list)
+
+
+def open_run(
+    config: ContextVariablesFile,
+    *,
+    workflow_name: str,
+    enterprise_id: str,
+    environ: Mapping[str, str],
+    mongo: Any,
+    reporter: RunReporter | None,
+    run_id: str | None,
+    spool_dir: str | os.PathLike[str] | None,
+    capacity: int | None,
+    runtime: Mapping[str, str],
+) -> OpenedRun:
+    """Build the run's context and start it on the server, pinned to ``config`` and naming
+    ``runtime`` (``contextadmin_sdk.client.definitions.runtime_info``), or resume ``run_id`` from
+    the
+    server's state and the spool (raising ``ValueError`` for a run that has ended)."""
+    if run_id is not None and reporter is None:
+        raise ValueError("run_id resumes a run from the server: pass the reporter too")
+    if reporter is not None:
+        if reporter.run_id is not None:
+            raise ValueError(
+                f"the reporter already reports run {reporter.run_id}: give attach() a fresh "
+                "reporter (and run_id=... to resume that run)"
+            )
+        reporter.use_background(capacity=capacity, spool_dir=spool_dir)
+    environment = "production" if is_production(environ) else "development"
+    if run_id is None:
+        built = build_context(
+            config,
+            workflow_name=workflow_name,
+            enterprise_id=enterprise_id,
+            environ=environ,
+            mongo=mongo,
+        )
+        state = RunState(config, built.values, environment=environment)
+        if reporter is not None:
+            reporter.start(
+                workflow=workflow_name,
+                enterprise_id=enterprise_id,
+                environment=environment,
+                context=copy.deepcopy(dict(built.values)),
+                definitions=config,  # the run is pinned to what this workflow runs with
+                runtime=runtime,
+            )
+        return OpenedRun(state, [], list(built.warnings))
+    assert reporter is not None
+    resumed = reporter.resume(run_id)
+    if resumed.server is not None:
+        state = RunState.from_dict(
+            config, {**resumed.server["state"], "flips": resumed.server.get("flips", [])}
+        )
+    else:
+        begun = resumed.start or {}
+        state = RunState(
+            config,
+            begun.get("context") or {},
+            environment=begun.get("environment") or environment,
+        )
+    for event in resumed.unsent:  # observed before the crash, not yet on the server
+        state.apply(event)
+    status = state.get("execution.status")
+    if status in RUN_ENDED_STATUSES:
+        reporter.close(0)
+        raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
+    return OpenedRun(state, list(resumed.unsent), [])
+
+
+def refusal_message(event: Mapping[str, Any]) -> str:
+    """The words of a ``warning`` event ContextSync produced: who set what, and the rule."""
+    who = " ".join(f"{key} {event[key]}" for key in ("tool", "agent") if key in event)
+    return (
+        f"{who or 'the chat'} set {event['name']} to {event['value']!r}: refused "
+        f"({event['text']}); recorded as a warning event"
+    )
+
+
+def text_of(content: Any) -> str | None:
+    """The text of a message's content: a string, a scalar, or multimodal parts."""
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            part.get("text", "") for part in content if isinstance(part, dict) and "text" in part
+        ]
+        return "\n".join(parts)
+    return str(content)
+
+
+def tool_data(text: str) -> dict[str, Any]:
+    """A tool's output as a node output: its JSON object, or ``{"content": text}``."""
+    if text[:1] == "{":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            return data
+    return {"content": text[:TEXT_MAX_CHARS]}
+
+
+def describe_cause(cause: Mapping[str, Any]) -> str:
+    """Say in words what flipped a flag (a flip's ``cause``)."""
+    if cause.get("type") == "tool_response":
+        status = cause.get("status")
+        return f"when tool {cause.get('tool')} responded" + (f" with {status}" if status else "")
+    if "turns" in cause:
+        return f"at {cause.get('agent')}'s turn {cause['turns']}"
+    if "text" in cause:
+        return f'when {cause.get("agent")} said "{cause["text"]}"'
+    return "by an event"
+
+
+def completed_overview(config: ContextVariablesFile, state: RunState) -> str:
+    """Say which derived milestones this run has reached, and by which event (seed 003).
+
+    Send it to the agent that continues a resumed run, so it does not redo them.
+    """
+    if not state.flips:
+        return "No milestones have been reached yet in this run."
+    descriptions = {var.name: var.description for var in config.context_variables.derived_variables}
+    lines = ["The following milestones have already been reached in this run:"]
+    for flip in state.flips:
+        about = f": {descriptions[flip['name']]}" if descriptions.get(flip["name"]) else ""
+        lines.append(
+            f"- {flip['name']}{about} (reached at event #{flip['seq']}, "
+            f"{describe_cause(flip.get('cause') or {})})"
+        )
+    lines.append("Continue with the remaining work; do not repeat these steps.")
+    return "\n".join(lines)

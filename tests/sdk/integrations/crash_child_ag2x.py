@@ -1,0 +1,44 @@
+"""An AG2 1.x runtime that dies mid-workflow: runs the demo workflow reporting to a server and
+SIGKILLs itself right after the run event with seq ``kill_after``
+(python -m tests.sdk.integrations.crash_child_ag2x URL TOKEN SPOOL_DIR KILL_AFTER)."""
+
+import asyncio
+import os
+import signal
+import sys
+
+from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.integrations.ag2 import attach
+
+from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+
+
+async def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:
+    demo = await demo_workflow()
+    session = attach(
+        demo.graph,
+        DEMO_CONFIG,
+        hub=demo.hub,
+        agents=demo.agents,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+        reporter=RunReporter(url, token),
+        spool_dir=spool_dir,
+    )
+    print(f"RUN_ID={session.run_id}", flush=True)
+    emit = session._emit  # the crash hook: the only thing this child changes
+
+    def emit_then_die(event: dict) -> object:
+        applied = emit(event)
+        if event.get("seq") == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return applied
+
+    session._emit = emit_then_die  # type: ignore[method-assign]
+    with session:
+        await run_demo(demo, session)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))

@@ -1,0 +1,155 @@
+"""Real AG2 1.x workflows reporting to a real Daphne (tests/support/live_server.py): the run
+ends completed with the adapter's state, ``demo_ag2`` runs 1.x and Classic with the same flips
+and hand-off path, and a runtime SIGKILLed mid-workflow resumes in a new process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.integrations.ag2 import attach
+
+from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from tests.support.processes import PROJECT
+
+from .test_ag2_live import api
+
+pytestmark = pytest.mark.slow
+
+
+def _run_of(stdout: str) -> str:
+    line = next(line for line in stdout.splitlines() if line.startswith("run "))
+    return line.split(" ", 1)[1].split(":", 1)[0]
+
+
+def _flips_and_path(state: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    flips = [(f["name"], f["value"], f.get("cause")) for f in state["flips"]]
+    path = [(e["source"], e["target"], e["rule"]) for e in state["state"]["execution"]["path"]]
+    return flips, path
+
+
+async def test_a_1x_workflow_reaches_the_server_completed_with_the_adapters_state(site) -> None:
+    server, token = site
+    demo = await demo_workflow()
+    session = attach(
+        demo.graph,
+        DEMO_CONFIG,
+        hub=demo.hub,
+        agents=demo.agents,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+        reporter=RunReporter(server.url, token),
+    )
+    async with session:
+        await run_demo(demo, session)
+    await demo.hub.close()
+    assert session.reporter is not None and session.reporter.error is None
+    assert session.reporter.last_acked_seq == session.state.last_seq == 14
+    state = api(server.url, token, f"/api/runs/{session.run_id}/state/")
+    assert state["state"]["context"] == session.state.context == session.context
+    assert state["state"]["execution"]["status"] == "completed"
+    assert [(f["name"], f["seq"]) for f in state["flips"]] == [
+        ("interview_complete", 6),
+        ("context_saved", 8),
+        ("handoffs_reviewed", 13),
+    ]
+    assert state["state"]["execution"]["path"] == session.state.get("execution.path")
+    if state.get("runtime"):  # the run records the runtime that reported it
+        assert state["runtime"]["framework"] == "ag2"
+
+
+def test_demo_command_runs_1x_by_default_and_classic_with_the_same_flips_and_path(site) -> None:
+    server, token = site
+    args = ("demo_ag2", "--url", server.url, "--delay", "0", "--token", token)
+    ag2x = server.manage(*args)
+    classic = server.manage(*args, "--classic")
+    assert "run_status completed" in ag2x.stdout and "run_status completed" in classic.stdout
+    ag2x_state = api(server.url, token, f"/api/runs/{_run_of(ag2x.stdout)}/state/")
+    classic_state = api(server.url, token, f"/api/runs/{_run_of(classic.stdout)}/state/")
+    for state in (ag2x_state, classic_state):
+        assert state["state"]["execution"]["status"] == "completed"
+    assert _flips_and_path(ag2x_state) == _flips_and_path(classic_state)
+    flips, path = _flips_and_path(ag2x_state)
+    assert [name for name, _, _ in flips] == [
+        "interview_complete",
+        "context_saved",
+        "handoffs_reviewed",
+    ]
+    assert path == [
+        ("InterviewAgent", "ContextVariablesAgent", 0),
+        ("ContextVariablesAgent", "HandoffsAgent", 1),
+    ]
+    assert ag2x_state["state"]["context"] == classic_state["state"]["context"]
+
+
+async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
+    site, tmp_path: Path
+) -> None:
+    server, token = site
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.sdk.integrations.crash_child_ag2x",
+            server.url,
+            token,
+            str(tmp_path),
+            "8",
+        ],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == -9, child.stderr[-2000:]  # SIGKILL after event #8
+    run_id = child.stdout.split("RUN_ID=")[1].split()[0]
+    spool = tmp_path / f"{run_id}.jsonl"
+    assert [
+        json.loads(line).get("event", {}).get("seq") for line in spool.read_text().splitlines()
+    ][-1] == 8
+
+    demo = await demo_workflow(answers=["Looks right."])
+    session = attach(
+        demo.graph,
+        DEMO_CONFIG,
+        hub=demo.hub,
+        agents=demo.agents,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        environ={},
+        reporter=RunReporter(server.url, token),
+        spool_dir=tmp_path,
+        run_id=run_id,
+    )
+    # Restored before the workflow: the flags (into the channel's context_vars), turn counts, seq.
+    seeded = session.knobs()["context_vars"]
+    assert seeded["interview_complete"] is True and seeded["context_saved"] is True
+    assert seeded["handoffs_reviewed"] is False
+    assert session.state.get("execution.turn_counts") == {"user": 3, "InterviewAgent": 3}
+    assert session.state.last_seq == 8
+    overview = session.completed_overview()
+    assert 'InterviewAgent said "NEXT"' in overview and "save_context_plan" in overview
+    assert "handoffs_reviewed" not in overview
+
+    async with session:
+        await run_demo(demo, session, opening=overview)
+    await demo.hub.close()
+    resumed = session.events[8:]
+    assert resumed[0] == {"type": "agent_text", "agent": "user", "text": overview, "seq": 9}
+    # The continuing agent got the overview: the saved plan routes the user to HandoffsAgent.
+    assert [e.get("agent") for e in resumed[1:4]] == ["HandoffsAgent", "user", "HandoffsAgent"]
+    state = api(server.url, token, f"/api/runs/{run_id}/state/")
+    assert state["seq"] == session.state.last_seq > 8
+    assert state["state"]["context"] == session.state.context
+    assert [f["name"] for f in state["flips"]] == [
+        "interview_complete",
+        "context_saved",
+        "handoffs_reviewed",
+    ]
+    assert state["state"]["execution"]["status"] == "completed"

@@ -1,0 +1,115 @@
+"""Small scripted AG2 1.x workflows for the tests (real AG2 1.x, in-process hub, no LLM)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ag2 import Agent
+from ag2.network import (
+    AgentTarget,
+    ChannelInject,
+    FromSpeaker,
+    Hub,
+    RevertToInitiatorTarget,
+    TerminateTarget,
+    Transition,
+    TransitionGraph,
+)
+from ag2.network.workflow_helpers import set_context
+
+from runs.demo_chats.ag2_scripted import (
+    ScriptedHuman,
+    ToolCall,
+    in_process_hub,
+    register_human,
+    run_workflow,
+    scripted_agent,
+)
+
+from .chats import derived
+
+__all__ = [
+    "INTERVIEW_DONE",
+    "TO_PLANNER",
+    "ToolCall",
+    "Workflow",
+    "failing_tool",
+    "record_plan",
+    "speakers",
+    "two_stage",
+]
+
+INTERVIEW_DONE = derived(
+    "interview_complete",
+    {"type": "agent_text", "agent": "InterviewAgent", "match": {"equals": "NEXT"}},
+)
+TO_PLANNER = {
+    "source_agent": "InterviewAgent",
+    "target_agent": "Planner",
+    "condition": "${interview_complete}",
+}
+
+
+def speakers(session: Any) -> list[str]:
+    """Who spoke, in order (the run's agent_text events)."""
+    return [e["agent"] for e in session.events if e["type"] == "agent_text"]
+
+
+@dataclass
+class Workflow:
+    hub: Hub
+    user: Any
+    agents: list[Agent]
+    graph: TransitionGraph
+
+    async def run(self, session: Any, *, opening: str = "Start.", timeout: float = 20) -> str:
+        return await run_workflow(
+            self.hub, self.user, self.agents, session, opening=opening, timeout=timeout
+        )
+
+    def attach_args(self) -> dict[str, Any]:
+        return {"hub": self.hub, "agents": self.agents}
+
+
+async def record_plan(names: str, channel: ChannelInject) -> str:
+    """Record the plan; sets the database variable plan_owner like a real tool might."""
+    await set_context(channel, "plan_owner", "tool")
+    return f'{{"saved": {len(names.split(","))}}}'
+
+
+def failing_tool(reason: str) -> str:
+    """Always fail (AG2 answers the model with a ToolErrorEvent)."""
+    raise RuntimeError(reason)
+
+
+async def two_stage(
+    *,
+    interview: list[str],
+    answers: list[str],
+    planner: list[Any] = (),  # type: ignore[assignment]
+    tools: list[Any] = (),  # type: ignore[assignment]
+    max_turns: int = 20,
+) -> Workflow:
+    """The user talks with InterviewAgent; Planner (with tools) and Closer wait for hand-offs."""
+    hub = await in_process_hub()
+    user = await register_human(hub, "user")
+    interviewer = scripted_agent("InterviewAgent", interview)
+    planner_agent = scripted_agent("Planner", list(planner) or ["Planned."], tools=list(tools))
+    closer = scripted_agent("Closer", ["Closing."])
+    agents = [interviewer, planner_agent, closer]
+    for agent in agents:
+        await hub.register(agent, attach_plugin=False)
+    ids = hub.name_to_id_map()
+    graph = TransitionGraph(
+        initial_speaker=user.agent_id,
+        transitions=[
+            Transition(FromSpeaker(user.agent_id), AgentTarget(ids["InterviewAgent"])),
+            Transition(FromSpeaker(ids["InterviewAgent"]), RevertToInitiatorTarget()),
+            Transition(FromSpeaker(ids["Planner"]), TerminateTarget()),
+            Transition(FromSpeaker(ids["Closer"]), TerminateTarget()),
+        ],
+        max_turns=max_turns,
+    )
+    ScriptedHuman(hub, user, answers)
+    return Workflow(hub, user, agents, graph)
