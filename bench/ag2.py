@@ -65,8 +65,7 @@ def chat_pattern(turns: int) -> Any:
     """Two scripted agents taking turns for ``turns`` turns (no LLM, no network)."""
     from autogen.agentchat.group import AgentTarget, TerminateTarget
     from autogen.agentchat.group.patterns import DefaultPattern
-
-    from runs.demo_chats.autogen_scripted import scripted_agent
+    from contextadmin_sdk.integrations.autogen.scripted import scripted_agent
 
     asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
     answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])

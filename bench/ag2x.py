@@ -24,8 +24,11 @@ WORKFLOW = "B9Chat"
 
 async def _workflow(turns: int) -> tuple[Any, Any, list[Any], Any]:
     from ag2.network import AgentTarget, FromSpeaker, Transition, TransitionGraph
-
-    from runs.demo_chats.ag2_scripted import in_process_hub, register_human, scripted_agent
+    from contextadmin_sdk.integrations.ag2.scripted import (
+        in_process_hub,
+        register_human,
+        scripted_agent,
+    )
 
     hub = await in_process_hub()
     user = await register_human(hub, "user", inbox=10 * turns + 1000)
@@ -90,8 +93,7 @@ async def _run(
     from ag2.network import WORKFLOW_TYPE
     from contextadmin_sdk.client import RunReporter
     from contextadmin_sdk.integrations.ag2 import attach
-
-    from runs.demo_chats.ag2_scripted import run_workflow
+    from contextadmin_sdk.integrations.ag2.scripted import run_workflow
 
     hub, user, agents, graph = await _workflow(turns)
     try:

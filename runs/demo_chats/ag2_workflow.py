@@ -29,8 +29,7 @@ from ag2.network import (
     TransitionGraph,
     register_condition,
 )
-
-from runs.demo_chats.ag2_scripted import (
+from contextadmin_sdk.integrations.ag2.scripted import (
     ScriptedHuman,
     ToolCall,
     in_process_hub,
@@ -38,6 +37,7 @@ from runs.demo_chats.ag2_scripted import (
     run_workflow,
     scripted_agent,
 )
+
 from runs.demo_chats.generator import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, PLANNED
 
 __all__ = [

@@ -24,8 +24,12 @@ from autogen.agentchat.group import (
     TerminateTarget,
 )
 from autogen.agentchat.group.patterns import DefaultPattern
+from contextadmin_sdk.integrations.autogen.scripted import (
+    ToolCall,
+    scripted_agent,
+    scripted_tool_agent,
+)
 
-from runs.demo_chats.autogen_scripted import ToolCall, scripted_agent, scripted_tool_agent
 from runs.demo_chats.generator import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, PLANNED
 
 __all__ = ["DEMO_CONFIG", "DEMO_WORKFLOW", "OPENING", "demo_pattern", "save_context_plan"]

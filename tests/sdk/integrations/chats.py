@@ -11,8 +11,7 @@ from autogen.agentchat.group import (
     TerminateTarget,
 )
 from autogen.agentchat.group.patterns import DefaultPattern
-
-from runs.demo_chats.autogen_scripted import (
+from contextadmin_sdk.integrations.autogen.scripted import (
     ToolCall,
     scripted_agent,
     scripted_tool_agent,

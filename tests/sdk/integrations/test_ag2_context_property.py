@@ -17,10 +17,9 @@ from autogen.agentchat.group import TerminateTarget
 from autogen.agentchat.group.patterns import DefaultPattern
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.integrations.autogen import attach
+from contextadmin_sdk.integrations.autogen.scripted import scripted_agent, scripted_tool_agent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from runs.demo_chats.autogen_scripted import scripted_agent, scripted_tool_agent
 
 from . import chats
 from .chats import ToolCall

@@ -8,8 +8,7 @@ from typing import Any
 
 from ag2 import Context
 from contextadmin_sdk.integrations.ag2 import AgentSession, attach
-
-from runs.demo_chats.ag2_scripted import ToolCall, scripted_agent
+from contextadmin_sdk.integrations.ag2.scripted import ToolCall, scripted_agent
 
 from .chats import config, derived
 

@@ -109,8 +109,7 @@ async def test_the_rules_are_registered_data_that_survive_to_dict_and_loads() ->
 
 async def test_a_hub_restored_from_its_store_refolds_the_workflow_with_the_rules() -> None:
     from ag2.knowledge import MemoryKnowledgeStore
-
-    from runs.demo_chats.ag2_scripted import in_process_hub
+    from contextadmin_sdk.integrations.ag2.scripted import in_process_hub
 
     store = MemoryKnowledgeStore()
     demo = await demo_workflow(store=store)

@@ -17,8 +17,7 @@ from ag2.network import (
     TransitionGraph,
 )
 from ag2.network.workflow_helpers import set_context
-
-from runs.demo_chats.ag2_scripted import (
+from contextadmin_sdk.integrations.ag2.scripted import (
     ScriptedHuman,
     ToolCall,
     in_process_hub,
