@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import connections, reset_queries
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,9 @@ def pool_sync_to_async(func: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
 
     @functools.wraps(func)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        # Each call is a request's worth of work: with DEBUG on, Django logs every query of a
+        # connection until the next request starts, which a kept connection never sees.
+        reset_queries()
         _kept_connections_check()
         try:
             return func(*args, **kwargs)

@@ -75,7 +75,7 @@ def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
     except (KeyError, TypeError, ValueError) as exc:
         raise BadRequest(f"line 1: run.initial_state: not a run state ({exc})") from None
     try:
-        runtime = runtime_check(header.get("runtime"))
+        runtime = runtime_check(header.get("runtime") or None)  # {}: none was recorded
     except BadRequest as exc:
         raise BadRequest(f"line 1: run.{exc.message}") from None
     definitions_bytes = config_export_bytes(config)

@@ -58,7 +58,10 @@ def value_input(page: Any, name: str) -> Any:
 
 
 def exported(server: LiveServer, workflow: str, *args: str) -> dict[str, Any]:
-    return json.loads(server.manage("export_context", workflow, *args).stdout)
+    """The exported definitions, without the export's own ``version`` key."""
+    document = json.loads(server.manage("export_context", workflow, *args).stdout)
+    document.pop("version")
+    return document
 
 
 def test_a_stale_tab_is_refused_keeps_what_was_typed_and_shows_the_diff(

@@ -15,6 +15,7 @@ from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.integrations.ag2 import attach
 
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from tests.support.loops import in_own_loop
 from tests.support.processes import PROJECT
 
 from .test_ag2_live import api
@@ -33,6 +34,7 @@ def _flips_and_path(state: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     return flips, path
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_1x_workflow_reaches_the_server_completed_with_the_adapters_state(site) -> None:
     server, token = site
     demo = await demo_workflow()
@@ -88,6 +90,7 @@ def test_demo_command_runs_1x_by_default_and_classic_with_the_same_flips_and_pat
     assert ag2x_state["state"]["context"] == classic_state["state"]["context"]
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
     site, tmp_path: Path
 ) -> None:

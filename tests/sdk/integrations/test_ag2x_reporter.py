@@ -13,6 +13,7 @@ from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.integrations.ag2 import attach
 
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from tests.support.loops import in_own_loop
 from tests.support.processes import free_port
 
 from .fake_server import FakeRunServer
@@ -40,6 +41,7 @@ async def _timed_demo(reporter: RunReporter | None, **options: object) -> tuple[
     return spent, session
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_server_down_then_slow_the_workflow_is_not_slowed_and_nothing_is_lost(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -73,6 +75,7 @@ async def test_server_down_then_slow_the_workflow_is_not_slowed_and_nothing_is_l
         slow.stop()
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_refusing_server_never_hurts_the_workflow(caplog: pytest.LogCaptureFixture) -> None:
     refusing = FakeRunServer().start()
     refusing.status = 401

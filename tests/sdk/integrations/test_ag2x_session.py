@@ -13,6 +13,7 @@ from contextadmin_sdk.engine import build_context, replay
 from contextadmin_sdk.integrations.ag2 import HandoffRuleError, attach
 
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from tests.support.loops import in_own_loop
 
 from .chats import config, derived, env_flag
 from .workflows import (
@@ -26,6 +27,7 @@ from .workflows import (
 )
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_demo_workflow_context_flips_handoffs_and_path() -> None:
     demo = await demo_workflow()
     session = attach(
@@ -102,6 +104,7 @@ async def test_demo_workflow_context_flips_handoffs_and_path() -> None:
     await demo.hub.close()
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_seeded_context_vars_are_what_a_classic_run_gets() -> None:
     from autogen.agentchat.group import ContextVariables
     from contextadmin_sdk.integrations.autogen import attach as attach_classic
@@ -133,6 +136,7 @@ async def test_seeded_context_vars_are_what_a_classic_run_gets() -> None:
     await demo.hub.close()
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_reported() -> None:
     cfg = config(
         derived("asked_twice", {"type": "agent_turn_count", "agent": "InterviewAgent", "count": 2}),
@@ -216,6 +220,7 @@ async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_re
 
 
 # -- production: conditions naming suppressed variables ---------------------------------------
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_production_run_with_a_rule_on_a_suppressed_variable_completes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -259,6 +264,7 @@ async def test_production_run_with_a_rule_on_a_suppressed_variable_completes(
     await workflow.hub.close()
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_rule_naming_an_agent_outside_the_channel_is_refused() -> None:
     workflow = await two_stage(interview=["NEXT"], answers=[])
     rule = {"source_agent": "InterviewAgent", "target_agent": "Ghost", "condition": "${x}"}
@@ -272,6 +278,7 @@ async def test_a_rule_naming_an_agent_outside_the_channel_is_refused() -> None:
     await workflow.hub.close()
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_classic_pattern_and_a_1x_workflow_are_sent_to_the_right_module() -> None:
     from contextadmin_sdk.integrations.autogen import attach as attach_classic
 
@@ -297,6 +304,7 @@ async def set_flags(channel: ChannelInject) -> str:
     return "set"
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_warns() -> None:
     workflow = await two_stage(
         interview=["Question?"],
@@ -336,6 +344,7 @@ async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_
     await workflow.hub.close()
 
 
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_workflow_that_raises_pauses_the_run() -> None:
     workflow = await two_stage(interview=["NEXT"], answers=[])
     session = attach(
