@@ -1,4 +1,4 @@
-"""Settings, read once from the environment with django-environ (DESIGN.md §7).
+"""Settings, read once from the environment with django-environ (every setting: docs/deploy.md).
 
 Embedded defaults run everything on one machine: SQLite (WAL), the in-memory channel layer,
 and DEBUG on. Production sets DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DATABASE_URL and REDIS_URL.

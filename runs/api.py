@@ -1,4 +1,4 @@
-"""The runtime-facing HTTP API (DESIGN.md §6) and the workflow export: thin views over
+"""The runtime-facing HTTP API (docs/api.md) and the workflow export: thin views over
 services and selectors, behind Django's handler and middleware like every other request.
 
 ``POST /api/runs/<run_id>/events/`` is the hot path of every run over HTTP. It is an async
