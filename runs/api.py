@@ -21,11 +21,7 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from contextadmin import selectors as definitions
-from runs import selectors
-from runs.auth import Caller, authenticate
-from runs.batching import event_ingest_grouped
-from runs.engine.format import ConfigError
-from runs.errors import (
+from contextadmin.errors import (
     ApiError,
     BadRequest,
     Conflict,
@@ -35,6 +31,10 @@ from runs.errors import (
     error_response,
     json_response,
 )
+from runs import selectors
+from runs.auth import Caller, authenticate
+from runs.batching import event_ingest_grouped
+from runs.engine.format import ConfigError
 from runs.json_input import json_decode
 from runs.models import ApiToken
 from runs.services import lifecycle
@@ -318,5 +318,5 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """``handler500``: the API's callers get JSON (Django has logged the failure with its
     traceback); pages get Django's own error page."""
     if request.path.startswith("/api/"):
-        return json_response({"error": SERVER_ERROR}, status=500)
+        return error_response(ApiError(SERVER_ERROR, status=500))
     return defaults.server_error(request)

@@ -20,13 +20,13 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextadmin import selectors as definitions
+from contextadmin.errors import BadRequest, NotFound
 from contextadmin.impact import RecordedRun
 from contextadmin.models import Workflow, WorkflowVersion
 from contextadmin.recent_runs import RunLink, VersionRuns, WorkflowRuns
 from runs.engine import RUN_ENDED_STATUSES, RunState, event_sender, handoffs_readiness
 from runs.engine.format import RUN_ID_MAX_CHARS, ContextVariablesFile, run_id_valid
 from runs.engine.state import NAMESPACES
-from runs.errors import BadRequest, NotFound
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
 from runs.services.caches import run_config
 from runs.services.tokens import token_sees_workflow

@@ -16,8 +16,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from contextadmin.errors import (
+    ApiError,
+    BadRequest,
+    NotFound,
+    error_response,
+    json_response,
+)
 from contextadmin.selectors import workflow_config, workflow_get
 from runs import run_definitions, selectors
+from runs.auth import authenticate
 from runs.engine import (
     EVENT_TYPES,
     RUN_ENDED_STATUSES,
@@ -38,15 +46,6 @@ from runs.engine.format import (
 from runs.engine.loader import BASE_FLAGS, NO_MONGO_REASON
 from runs.engine.mongo import database_source
 from runs.engine.state import NAMESPACES
-from runs.errors import (
-    ApiError,
-    BadRequest,
-    Forbidden,
-    NotFound,
-    Unauthorized,
-    error_response,
-    json_response,
-)
 from runs.models import Run
 from runs.services.caches import mongo_client_get
 
@@ -71,15 +70,13 @@ INSPECTOR_CONSTANTS = {
 
 
 def staff_json(view: Callable[..., dict[str, Any]]) -> Callable[..., HttpResponse]:
-    """Serve a view's dict as JSON to staff sessions only; ApiError becomes a JSON 4xx."""
+    """Serve a view's dict as JSON to staff sessions only (``runs.auth.authenticate``, the one
+    check of who may call; no token); ApiError becomes a JSON 4xx."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            if not request.user.is_authenticated:
-                raise Unauthorized("session: log in as a staff user")
-            if not request.user.is_staff:
-                raise Forbidden("session: staff access required")
+            authenticate(authorization=None, user=request.user, session_allowed=True)
             return json_response(view(request, *args, **kwargs))
         except ApiError as exc:
             return error_response(exc)

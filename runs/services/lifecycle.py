@@ -17,6 +17,7 @@ import orjson
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from contextadmin.errors import BadRequest, Conflict, NotFound, RateLimited
 from contextadmin.models import Workflow
 from runs.engine import (
     RUN_ENDED_STATUSES,
@@ -32,7 +33,6 @@ from runs.engine.format import (
     RUN_ID_RULE,
     run_id_valid,
 )
-from runs.errors import BadRequest, Conflict, NotFound, RateLimited
 from runs.models import ApiToken, Run, RunSnapshot
 from runs.services.broadcast import run_started_broadcast
 from runs.services.caches import mongo_client_get

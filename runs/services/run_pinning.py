@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from contextadmin.errors import BadRequest, Conflict, TooLarge
 from contextadmin.models import Workflow, WorkflowVersion
 from contextadmin.selectors import VersionNotFound, workflow_published_config
 from runs.engine.format import (
@@ -28,7 +29,6 @@ from runs.engine.format import (
     export_digest,
     parse_config,
 )
-from runs.errors import BadRequest, Conflict, TooLarge
 from runs.models import Run
 
 __all__ = ["DEFINITIONS_MAX_BYTES", "PinnedDefinitions", "definitions_pin", "runtime_check"]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runs.errors import (
+from contextadmin.errors import (
     BadRequest,
     Conflict,
     MethodNotAllowed,
