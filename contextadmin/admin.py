@@ -56,6 +56,7 @@ from contextadmin.models import (
     WorkflowVersion,
 )
 from contextadmin.output_forms import OutputMappingForm, OutputMappingFormSet
+from contextadmin.workflow_page_rules import workflow_page_rules
 from runs.engine import format as fmt
 from runs.engine.format import ConfigError
 
@@ -219,6 +220,7 @@ class WorkflowAdmin(nested_admin.NestedModelAdmin):
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
     ) -> Any:
+        context["workflow_rules"] = workflow_page_rules()
         check = getattr(request, "workflow_check", None)
         if check is not None:
             check.run()
