@@ -63,10 +63,10 @@ def _per_variable_loop(config: Any, client: MongoClient[Any], enterprise_id: str
 
 
 def b6_build_context(*, variables: int, collections: int, reps: int) -> Lookups:
+    from devservers.mongo import MongoServer
     from runs.engine import build_context
     from runs.engine.format import parse_config
     from runs.engine.mongo import mongo_client
-    from tests.support.mongo import MongoServer
 
     enterprise_id = "bench-enterprise"
     config = parse_config(configs.database_document(variables, collections)).config

@@ -33,8 +33,8 @@ from urllib.parse import urlparse
 from playwright.sync_api import sync_playwright
 
 from bench.servers import daphnes, prepare_site
+from devservers.browser import CHROMIUM, CHROMIUM_ARGS
 from runs.client import RunReporter
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
 FRAME_RECORDER = """() => {
   window.__bench = { frames: [], longTasks: 0 };

@@ -7,9 +7,9 @@ import pytest
 (Path(__file__).resolve().parents[1] / "var").mkdir(exist_ok=True)  # the file test database
 
 pytest_plugins: list[str] = [
-    "tests.support.mongo",
+    "devservers.mongo",
     "tests.support.live_server",
-    "tests.support.browser",
+    "devservers.browser",
 ]
 
 

@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from contextadmin.settings import ServerEnv
-from tests.support.processes import manage, server_env
+from devservers.processes import manage, server_env
 
 LAYER_OF = "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])"
 

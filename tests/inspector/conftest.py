@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from devservers.processes import PROJECT, Daphne, manage, server_env
 from runs.client import RunReporter
 from tests.support.demo import demo_config
-from tests.support.processes import PROJECT, Daphne, manage, server_env
 
 OUTPUT = PROJECT / "test-output"
 STAFF = ("inspector", "inspector-pw-8472")

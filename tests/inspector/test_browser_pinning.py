@@ -10,11 +10,11 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from devservers.processes import manage
 from runs.client_definitions import runtime_info
 from runs.engine import format as fmt
 from tests.inspector.conftest import OUTPUT
 from tests.support.demo import demo_config
-from tests.support.processes import manage
 
 pytestmark = pytest.mark.browser
 

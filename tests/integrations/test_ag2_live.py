@@ -17,11 +17,11 @@ import pytest
 from autogen.agentchat import initiate_group_chat
 from websockets.sync.client import connect
 
+from devservers.processes import PROJECT, Daphne, wait_for_port
 from runs.client import RunReporter
 from runs.engine import build_context, replay
 from runs.integrations.autogen import attach
 from runs.integrations.autogen.demo import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
-from tests.support.processes import PROJECT, Daphne, wait_for_port
 
 pytestmark = pytest.mark.slow
 

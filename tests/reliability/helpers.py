@@ -24,8 +24,8 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
+from devservers.processes import Daphne, manage
 from runs.client import RunReporter
-from tests.support.processes import Daphne, manage
 
 PROJECT = Path(__file__).resolve().parents[2]  # where manage.py and contextadmin/ live
 DEMO_CONFIG = PROJECT / "contextadmin" / "demo" / "context_variables.json"

@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextadmin.asgi import application
+from devservers.processes import Redis
 from runs.services import caches, tokens
 from tests.reliability.helpers import (
     Inspector,
@@ -31,7 +32,6 @@ from tests.reliability.helpers import (
     varied_events,
     wait_until,
 )
-from tests.support.processes import Redis
 
 TIMEOUT_MS = 500
 DATABASE_VARIABLE = "concept_overview"  # the demo workflow's one database variable

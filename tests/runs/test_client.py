@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from devservers.processes import free_port
 from runs.client import ReportError, RunReporter
 from tests.integrations.fake_server import FakeRunServer
-from tests.support.processes import free_port
 
 
 class Script:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from devservers.processes import free_port
 from runs import client_definitions
 from runs.client import RunReporter
 from runs.client_definitions import (
@@ -25,7 +26,6 @@ from runs.engine import format as fmt
 from tests.integrations.fake_server import FakeRunServer
 from tests.support.demo import DEMO
 from tests.support.live_server import LiveServer, live_server_run
-from tests.support.processes import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ import pytest
 from bson import Decimal128, ObjectId
 from pymongo import monitoring
 
+from devservers.mongo import MongoServer, free_port
 from runs.engine import build_context, fetch_database_variables, json_safe, mongo_client
-from tests.support.mongo import MongoServer, free_port
 
 from .support import config_with, db_var, demo_config
 

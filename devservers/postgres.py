@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.processes import free_port, wait_for_port
+from devservers.processes import free_port, wait_for_port
 
 START_TIMEOUT_S = 30.0
 SUPERUSER = "postgres"

@@ -1,4 +1,4 @@
-"""Start real servers for tests: Daphne, redis-server. Loopback only, free ports, cleaned up."""
+"""Start real servers for tests and benchmarks: Daphne, redis-server. Loopback, free ports."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
