@@ -351,18 +351,6 @@ def workflow_versions(*, workflow: Workflow, limit: int = 200) -> list[WorkflowV
     )
 
 
-def workflow_version_get(*, workflow: Workflow, number: int) -> WorkflowVersion:
-    """Return one version of a workflow, or raise VersionNotFound naming it."""
-    version = (
-        WorkflowVersion.objects.filter(workflow=workflow, number=number)
-        .select_related("author", "approved_by")
-        .first()
-    )
-    if version is None:
-        raise VersionNotFound(f"version: {workflow.name} has no version {number}")
-    return version
-
-
 def workflow_version_matching(
     *, workflow: Workflow | None, digest: str, number: int | None = None
 ) -> int | None:

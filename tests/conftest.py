@@ -20,8 +20,11 @@ def django_db_setup(django_db_setup, django_db_blocker):
     yield
     from django.db import connections
 
-    from runs.db import sqlite_wal_release
+    from runs import db
 
-    sqlite_wal_release()
+    # The holders are the server's for its whole life; only the tests delete the file.
+    for holder in db._wal_holders.values():
+        holder.close()
+    db._wal_holders.clear()
     with django_db_blocker.unblock():
         connections.close_all()
