@@ -1,6 +1,7 @@
 """The rules the workflow page's script applies while an operator edits, taken from the format
 module and rendered into the page (``json_script``), so the script keeps no copy of them: which
-fields each trigger type uses, and what a variable reference in a hand-off condition looks like.
+fields each trigger type uses, what a variable reference in a hand-off condition looks like,
+and the words of the production warning.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from contextadmin.selectors import PRODUCTION_WARNING
 from runs.engine.format import NAME_PATTERN, TRIGGER_TYPES, Trigger
 
 # A ``${name}`` reference in a condition, for JavaScript's RegExp: the format's name rule inside
@@ -42,4 +44,5 @@ def workflow_page_rules() -> dict[str, Any]:
         "trigger_fields": trigger_fields,
         "all_trigger_fields": every_field,
         "condition_reference": CONDITION_REFERENCE,
+        "production_warning": PRODUCTION_WARNING,
     }

@@ -21,6 +21,8 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
+from devservers.processes import process_stop
+
 PROJECT = Path(__file__).resolve().parents[1]
 DEMO_DOCUMENTS = PROJECT / "contextadmin" / "demo" / "mongo_documents.json"
 SHARED_DOCUMENTS = PROJECT.parent / "shared" / "examples" / "generator" / "mongo_documents.json"
@@ -101,13 +103,7 @@ class MongoServer:
     def stop(self) -> None:
         if self.client is not None:
             self.client.close()
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        process_stop(self.process)
 
 
 @pytest.fixture(scope="session")

@@ -60,25 +60,22 @@ class WorkflowPartInline:
         return may_edit_workflows(request) or request.user.has_perm("contextadmin.view_workflow")
 
 
-class DeclarativeInline(WorkflowPartInline, nested_admin.NestedTabularInline):
-    model = DeclarativeVariable
-    form = DeclarativeForm
-    formset = DeclarativeFormSet
-    sortable_excludes = ("type",)
+def _variables_inline(model: type, form: type, formset: type) -> type:
+    """The inline of one category's variables (declarative, database, environment)."""
+    attributes = {
+        "__module__": __name__,
+        "model": model,
+        "form": form,
+        "formset": formset,
+        "sortable_excludes": ("type",),
+    }
+    bases = (WorkflowPartInline, nested_admin.NestedTabularInline)
+    return type(f"{model.__name__.removesuffix('Variable')}Inline", bases, attributes)
 
 
-class DatabaseInline(WorkflowPartInline, nested_admin.NestedTabularInline):
-    model = DatabaseVariable
-    form = DatabaseForm
-    formset = DatabaseFormSet
-    sortable_excludes = ("type",)
-
-
-class EnvironmentInline(WorkflowPartInline, nested_admin.NestedTabularInline):
-    model = EnvironmentVariable
-    form = EnvironmentForm
-    formset = EnvironmentFormSet
-    sortable_excludes = ("type",)
+DeclarativeInline = _variables_inline(DeclarativeVariable, DeclarativeForm, DeclarativeFormSet)
+DatabaseInline = _variables_inline(DatabaseVariable, DatabaseForm, DatabaseFormSet)
+EnvironmentInline = _variables_inline(EnvironmentVariable, EnvironmentForm, EnvironmentFormSet)
 
 
 class TriggerInline(WorkflowPartInline, nested_admin.NestedTabularInline):

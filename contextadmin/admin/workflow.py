@@ -28,15 +28,7 @@ from contextadmin.forms import (
     WorkflowForm,
     names_to_release,
 )
-from contextadmin.models import (
-    Handoff,
-    OutputMapping,
-    Trigger,
-    Variable,
-    VersionAction,
-    Workflow,
-    WorkflowVersion,
-)
+from contextadmin.models import WORKFLOW_PARTS, VersionAction, Workflow
 from contextadmin.workflow_page_rules import workflow_page_rules
 
 
@@ -65,7 +57,7 @@ class WorkflowAdmin(WorkflowImportMixin, WorkflowVersionsMixin, nested_admin.Nes
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         owned = {
             str(model._meta.verbose_name)
-            for model in (Variable, Trigger, Handoff, OutputMapping, WorkflowVersion)
+            for model in WORKFLOW_PARTS
         }
         return deleted, counts, perms_needed - owned, protected
 

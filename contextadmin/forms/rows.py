@@ -38,28 +38,32 @@ _DESCRIPTION = forms.Textarea(attrs={"rows": 1, "cols": 36})
 
 class VariableForm(forms.ModelForm):
     category: ClassVar[str]
+    # The field typed as text and read by the variable's type, and whether blank means none.
+    primitive: ClassVar[tuple[str, bool] | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.instance.category = self.category
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.primitive is not None and self.primitive[0] in data:
+            field, blank_is_none = self.primitive
+            data[field] = primitive_from_text(
+                data[field], data.get("type"), blank_is_none=blank_is_none
+            )
+        return data
+
 
 class DeclarativeForm(VariableForm):
     category = Category.DECLARATIVE
     value = PrimitiveField(help_text="Text for a string; 25, 2.5 or true for the other types.")
+    primitive = ("value", False)
 
     class Meta:
         model = DeclarativeVariable
         fields = ("name", "type", "value", "description", "position")
         widgets = {"position": _POSITION, "description": _DESCRIPTION}
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        if "value" in data:
-            data["value"] = primitive_from_text(
-                data["value"], data.get("type"), blank_is_none=False
-            )
-        return data
 
 
 class DatabaseForm(VariableForm):
@@ -84,19 +88,12 @@ class DatabaseForm(VariableForm):
 class EnvironmentForm(VariableForm):
     category = Category.ENVIRONMENT
     default = PrimitiveField(help_text="Used when the env var is unset; empty: none.")
+    primitive = ("default", True)
 
     class Meta:
         model = EnvironmentVariable
         fields = ("name", "type", "env_var", "default", "description", "position")
         widgets = {"position": _POSITION, "description": _DESCRIPTION}
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        if "default" in data:
-            data["default"] = primitive_from_text(
-                data["default"], data.get("type"), blank_is_none=True
-            )
-        return data
 
 
 class DerivedForm(VariableForm):

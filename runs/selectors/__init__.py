@@ -37,6 +37,7 @@ from runs.selectors.run import (
     run_ended_by,
     run_flags,
     run_get,
+    run_identity,
     run_not_found,
     run_summary,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "run_flag_names",
     "run_flags",
     "run_get",
+    "run_identity",
     "run_last_event_at",
     "run_not_found",
     "run_page",

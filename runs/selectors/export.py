@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from runs.models import Run, RunEvent, RunSnapshot
+from runs.selectors.run import run_identity
 from runs.selectors.runs_list import run_last_event_at
 
 # -- export: a run's log, page by page --------------------------------------------------------
@@ -33,16 +34,9 @@ def run_export_header(*, run: Run) -> dict[str, Any]:
     initial = RunSnapshot.objects.filter(run=run, seq=0).values_list("state", flat=True).first()
     return {
         "run": {
-            "id": run.pk,
-            "workflow": run.workflow_name,
-            "enterprise_id": run.enterprise_id,
-            "environment": run.environment,
-            "status": run.status,
-            "started_at": run.started_at.isoformat() if run.started_at else None,
-            "ended_at": run.ended_at.isoformat() if run.ended_at else None,
+            **run_identity(run=run),
             "last_event_at": _isoformat(run_last_event_at(run=run)),
             "last_seq": run.last_seq,
-            "workflow_version": run.workflow_version,
             "definitions": run.definitions,
             "runtime": run.runtime,
             "provenance": run.provenance,

@@ -41,14 +41,8 @@ def run_flags(flips: list[dict[str, Any]]) -> list[str]:
     return sorted({f["name"] for f in flips if f.get("value") is True})
 
 
-def run_summary(*, run: Run, flags: list[str] | None = None) -> dict[str, Any]:
-    """Describe a run for lists and the runs socket.
-
-    ``last_event_at`` is known when the run was read with ``runs_annotated`` (lists, the run
-    page); the socket's summaries leave it None and the page takes the arrival time instead.
-    ``flags`` (``run_flags``) saves reading the run's stored state when the caller has them.
-    """
-    last_event_at = getattr(run, "last_event_at", None)
+def run_identity(*, run: Run) -> dict[str, Any]:
+    """What names a run and where it stands, as the summaries and the export header say it."""
     return {
         "id": run.pk,
         "workflow": run.workflow_name,
@@ -58,6 +52,19 @@ def run_summary(*, run: Run, flags: list[str] | None = None) -> dict[str, Any]:
         "status": run.status,
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "ended_at": run.ended_at.isoformat() if run.ended_at else None,
+    }
+
+
+def run_summary(*, run: Run, flags: list[str] | None = None) -> dict[str, Any]:
+    """Describe a run for lists and the runs socket.
+
+    ``last_event_at`` is known when the run was read with ``runs_annotated`` (lists, the run
+    page); the socket's summaries leave it None and the page takes the arrival time instead.
+    ``flags`` (``run_flags``) saves reading the run's stored state when the caller has them.
+    """
+    last_event_at = getattr(run, "last_event_at", None)
+    return {
+        **run_identity(run=run),
         "event_count": run.last_seq,
         "flip_count": run.flip_count,
         "flags": run_flags(run.state.get("flips", [])) if flags is None else flags,

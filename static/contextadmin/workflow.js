@@ -9,7 +9,8 @@
   "use strict";
 
   // The rules come from the server (contextadmin/workflow_page_rules.py, rendered into the page
-  // as the "workflow-rules" script): which fields each trigger type uses, what a reference is.
+  // as the "workflow-rules" script): which fields each trigger type uses, what a reference is,
+  // and the production warning's words (the same as the saved page's).
   var RULES = null;
   function rules() {
     if (!RULES) RULES = JSON.parse(document.getElementById("workflow-rules").textContent);
@@ -23,7 +24,6 @@
     agent: "agent", equals: "text-equals", case_sensitive: "case-sensitive", trim: "trim",
     count: "turn-count", tool: "tool", status: "status",
   };
-  var WARNING = "never fires in production: environment variables are suppressed";
 
   function form() {
     return document.getElementById("workflow_form");
@@ -122,7 +122,7 @@
         if (note) note.remove();
         return;
       }
-      var text = WARNING + " (" + gated.join(", ") + ")";
+      var text = rules().production_warning + " (" + gated.join(", ") + ")";
       if (!note) {
         note = document.createElement("p");
         note.className = "production-warning";

@@ -64,6 +64,7 @@ def test_the_condition_reference_finds_the_names_the_engine_finds():
 def test_the_script_keeps_no_copy_of_the_rules():
     script = SCRIPT.read_text(encoding="utf-8")
     assert "\\$\\{" not in script
+    assert workflow_page_rules()["production_warning"] not in script
     assert not any(kind in script for kind in TRIGGER_TYPES)
 
 
