@@ -670,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--postgres",
         action="store_true",
-        help="use a throwaway PostgreSQL cluster (tests/support/postgres.py) instead of SQLite",
+        help="use a throwaway PostgreSQL cluster (devservers/postgres.py) instead of SQLite",
     )
     parser.add_argument(
         "--redis-layer",
@@ -698,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
     inprocess_url = f"sqlite:///{workdir / 'inprocess.sqlite3'}"
     live_url = None
     if args.postgres:
-        from tests.support.postgres import Postgres
+        from devservers.postgres import Postgres
 
         postgres = Postgres().start()
         inprocess_url = postgres.create_database("bench_inprocess")

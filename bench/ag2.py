@@ -179,7 +179,7 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
     and fake servers."""
     from bench import ag2x
     from bench.servers import prepare_site
-    from tests.support.processes import PROJECT, Daphne, free_port, manage, wait_for_port
+    from devservers.processes import PROJECT, Daphne, free_port, manage, wait_for_port
 
     config = chat_config(turns)
     (workdir / "b9").mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def b6_build_context(*, variables: int, collections: int, reps: int) -> Lookups:
     from contextadmin_sdk.engine.format import parse_config
     from contextadmin_sdk.engine.mongo import mongo_client
 
-    from tests.support.mongo import MongoServer
+    from devservers.mongo import MongoServer
 
     enterprise_id = "bench-enterprise"
     config = parse_config(configs.database_document(variables, collections)).config

@@ -34,7 +34,7 @@ from contextadmin_sdk.client import RunReporter
 from playwright.sync_api import sync_playwright
 
 from bench.servers import daphnes, prepare_site
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from devservers.browser import CHROMIUM, CHROMIUM_ARGS
 
 FRAME_RECORDER = """() => {
   window.__bench = { frames: [], longTasks: 0 };
@@ -88,15 +88,10 @@ def post_events(url: str, token: str, run_id: str, *, rate: int, seconds: float)
         for _ in range(per_tick):
             seq += 1
             agent = ("InterviewAgent", "ContextVariablesAgent", "user")[seq % 3]
-            events.append(
-                {"type": "agent_text", "agent": agent, "text": f"message {seq}", "seq": seq}
-            )
-        connection.request(
-            "POST",
-            f"/api/runs/{run_id}/events/",
-            body=json.dumps({"events": events}),
-            headers=headers,
-        )
+            events.append({"type": "agent_text", "agent": agent, "text": f"message {seq}",
+                           "seq": seq})
+        connection.request("POST", f"/api/runs/{run_id}/events/",
+                           body=json.dumps({"events": events}), headers=headers)
         response = connection.getresponse()
         response.read()
         if response.status != 200:
@@ -127,9 +122,8 @@ def measure(page, site, url: str, *, rate: int, seconds: float) -> PageFigure:
     producer.join()
     elapsed = time.monotonic() - started
     sent = sent_box[0]
-    page.wait_for_function(
-        f"Number(document.getElementById('run-seq').textContent) >= {sent}", timeout=60_000
-    )
+    page.wait_for_function(f"Number(document.getElementById('run-seq').textContent) >= {sent}",
+                           timeout=60_000)
     data = page.evaluate("""() => { window.__bench.stop = true; return {
         frames: window.__bench.frames.slice(1), longTasks: window.__bench.longTasks,
         rows: document.querySelectorAll('#stream > li').length,
@@ -138,15 +132,9 @@ def measure(page, site, url: str, *, rate: int, seconds: float) -> PageFigure:
     frames = sorted(data["frames"])
     p95 = frames[int(0.95 * (len(frames) - 1))] if frames else float("nan")
     return PageFigure(
-        rate=rate,
-        seconds=elapsed,
-        sent=sent,
-        shown_seq=data["seq"],
-        rows=data["rows"],
-        frames=len(frames),
-        p50_ms=statistics.median(frames) if frames else float("nan"),
-        p95_ms=p95,
-        max_ms=frames[-1] if frames else float("nan"),
+        rate=rate, seconds=elapsed, sent=sent, shown_seq=data["seq"], rows=data["rows"],
+        frames=len(frames), p50_ms=statistics.median(frames) if frames else float("nan"),
+        p95_ms=p95, max_ms=frames[-1] if frames else float("nan"),
         long_tasks=data["longTasks"],
         heap_mb=data["heap"] / 1e6 if data["heap"] is not None else None,
     )
@@ -167,9 +155,8 @@ def main() -> None:
             )
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             host = urlparse(url).hostname
-            context.add_cookies(
-                [{"name": "sessionid", "value": site.session, "domain": host, "path": "/"}]
-            )
+            context.add_cookies([{"name": "sessionid", "value": site.session, "domain": host,
+                                  "path": "/"}])
             page = context.new_page()
             for rate in rates:
                 print(measure(page, site, url, rate=rate, seconds=args.seconds).line(), flush=True)

@@ -22,7 +22,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from bench.http import Http, HttpError
 from bench.servers import Site
-from tests.support.processes import PROJECT, Daphne, free_port, wait_for_port
+from devservers.processes import PROJECT, Daphne, free_port, wait_for_port
 
 DEMO_EVENTS: list[dict[str, Any]] = [
     orjson.loads(line)

@@ -11,7 +11,7 @@ from bench.machine import Machine
 METHOD = """\
 ## Method
 
-- Servers are real processes started with `tests/support/processes.py`: Daphne with
+- Servers are real processes started with `devservers/processes.py`: Daphne with
   `DJANGO_DEBUG=0` on a temp-file SQLite database (WAL, `synchronous=NORMAL`), the in-memory
   channel layer with one Daphne, or the Redis layer of `REDIS_CHANNEL_LAYER` (`pubsub` by
   default; `--redis-layer lists` for channels_redis's list layer) on a throwaway
@@ -19,7 +19,7 @@ METHOD = """\
   Daphne B; B3's 50 inspectors on Daphne B too; B2's two runtimes one per Daphne).
   The database is prepared with `manage.py migrate`, `demo_setup` (the Generator
   workflow), `create_api_token` and a staff session made with `Client.force_login`.
-  `--postgres` runs everything on a throwaway PostgreSQL cluster (`tests/support/postgres.py`)
+  `--postgres` runs everything on a throwaway PostgreSQL cluster (`devservers/postgres.py`)
   instead.
 - Clients run in the bench process: `websockets` (asyncio client, no compression) and a small
   keep-alive HTTP/1.1 client (`bench/http.py`). Client and servers share the same two cores.

@@ -39,7 +39,7 @@ import orjson
 from bench.live import event, event_arrivals_watch, open_inspector, ws_connect
 from bench.servers import Site, daphnes, prepare_site
 from bench.stats import Latency, Timings, percentile
-from tests.support.processes import Daphne, manage
+from devservers.processes import Daphne, manage
 
 perf = time.perf_counter
 MIB = 1024 * 1024

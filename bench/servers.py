@@ -1,6 +1,6 @@
 """Real servers for the live figures: a migrated SQLite file, Daphne processes, redis-server.
 
-Uses tests/support/processes.py (the same helpers the live tests use).
+Uses devservers/processes.py (the same helpers the live tests use).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.processes import Daphne, Redis, manage, server_env
+from devservers.processes import Daphne, Redis, manage, server_env
 
 STAFF_SESSION = (
     "from django.contrib.auth import get_user_model; from django.test import Client; "

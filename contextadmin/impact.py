@@ -1,7 +1,7 @@
 """Impact of a change before publishing it: replay recorded runs under another version.
 
-Derived state is a pure fold over a run's event log (DESIGN.md §4), so replaying the same events
-under the draft instead of the run's pinned version says exactly what the change would have
+Derived state is a pure fold over a run's event log (docs/engine.md), so replaying the same
+events under the draft instead of the run's pinned version says exactly what the change would have
 done: which flags would flip at a different event (or no longer, or newly), and which hand-offs
 would hold at a different point. Pure: it reads recorded runs from a source and the engine.
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.utils.deprecation import MiddlewareMixin
+
+from contextadmin.errors import BadRequest, error_response
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
@@ -33,15 +35,15 @@ def _holds_nul(data: QueryDict) -> bool:
 
 
 class RejectNulMiddleware(MiddlewareMixin):
-    """Answer 400 naming the part of the request that holds a NUL character."""
+    """Answer 400 naming the part of the request that holds a NUL character (rendered by the
+    one JSON error renderer, ``contextadmin.errors.error_response``)."""
 
     def process_request(self, request: HttpRequest) -> HttpResponse | None:
         where = _nul_in(request)
         if where is None:
             return None
-        return JsonResponse(
-            {"error": f"{where}: contains a NUL character (%00), which cannot be stored"},
-            status=400,
+        return error_response(
+            BadRequest(f"{where}: contains a NUL character (%00), which cannot be stored")
         )
 
 

@@ -119,36 +119,17 @@ class _CategoryManager(models.Manager["Variable"]):
         return super().get_queryset().filter(category=self.category)
 
 
-class DeclarativeVariable(Variable):
-    objects = _CategoryManager(Category.DECLARATIVE)
-
-    class Meta:
-        proxy = True
-        verbose_name = "declarative variable"
-
-
-class DatabaseVariable(Variable):
-    objects = _CategoryManager(Category.DATABASE)
-
-    class Meta:
-        proxy = True
-        verbose_name = "database variable"
+def _category_proxy(category: str, class_name: str) -> type[Variable]:
+    """A proxy model of one category's variables (its own admin list and formset)."""
+    meta = type("Meta", (), {"proxy": True, "verbose_name": f"{category} variable"})
+    attributes = {"__module__": __name__, "Meta": meta, "objects": _CategoryManager(category)}
+    return type(class_name, (Variable,), attributes)
 
 
-class EnvironmentVariable(Variable):
-    objects = _CategoryManager(Category.ENVIRONMENT)
-
-    class Meta:
-        proxy = True
-        verbose_name = "environment variable"
-
-
-class DerivedVariable(Variable):
-    objects = _CategoryManager(Category.DERIVED)
-
-    class Meta:
-        proxy = True
-        verbose_name = "derived variable"
+DeclarativeVariable = _category_proxy(Category.DECLARATIVE, "DeclarativeVariable")
+DatabaseVariable = _category_proxy(Category.DATABASE, "DatabaseVariable")
+EnvironmentVariable = _category_proxy(Category.ENVIRONMENT, "EnvironmentVariable")
+DerivedVariable = _category_proxy(Category.DERIVED, "DerivedVariable")
 
 
 PROXIES: dict[str, type[Variable]] = {
@@ -322,3 +303,13 @@ reversion.register(Variable)
 reversion.register(Trigger)
 reversion.register(Handoff)
 reversion.register(OutputMapping)
+
+
+# The rows a workflow owns, deleted with it (the admin lets a workflow's deleter delete them).
+WORKFLOW_PARTS: tuple[type[models.Model], ...] = (
+    Variable,
+    Trigger,
+    Handoff,
+    OutputMapping,
+    WorkflowVersion,
+)

@@ -1,18 +1,55 @@
-"""Settings, read once from the environment with django-environ (DESIGN.md §7).
+"""Settings, read once from the environment with django-environ (every setting: docs/deploy.md).
 
 Embedded defaults run everything on one machine: SQLite (WAL), the in-memory channel layer,
 and DEBUG on. Production sets DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DATABASE_URL and REDIS_URL.
 """
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import environ
+from contextadmin_sdk.engine.format import SERVER_ENV_VARS
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-env = environ.Env(
+
+class ServerEnv(environ.Env):
+    """django-environ reading only the names the engine lists as the server's settings.
+
+    ``contextadmin_sdk.engine.format.SERVER_ENV_VARS`` owns that list (a context variable may never
+    read
+    one), so a setting added here without being listed there fails at start-up, not silently.
+    """
+
+    def __init__(self, **scheme: Any) -> None:
+        _server_setting_check(names=scheme)
+        super().__init__(**scheme)
+
+    def get_value(
+        self,
+        var: str,
+        cast: Any = None,
+        default: Any = environ.Env.NOTSET,
+        parse_default: bool = False,
+    ) -> Any:
+        _server_setting_check(names=[var])
+        return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+
+
+def _server_setting_check(*, names: Iterable[str]) -> None:
+    unlisted = sorted(set(names) - SERVER_ENV_VARS)
+    if unlisted:
+        raise ImproperlyConfigured(
+            f"{', '.join(unlisted)}: not in contextadmin_sdk.engine.format.SERVER_ENV_VARS "
+            "(list every "
+            "setting the server reads there, so no context variable can read it)"
+        )
+
+
+env = ServerEnv(
     DJANGO_DEBUG=(bool, True),
     DJANGO_ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
     DJANGO_CSRF_TRUSTED_ORIGINS=(list, []),

@@ -1,4 +1,4 @@
-"""The runtime-facing HTTP API (DESIGN.md §6) and the workflow export: thin views over
+"""The runtime-facing HTTP API (docs/api.md) and the workflow export: thin views over
 services and selectors, behind Django's handler and middleware like every other request.
 
 ``POST /api/runs/<run_id>/events/`` is the hot path of every run over HTTP. It is an async
@@ -22,10 +22,7 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from contextadmin import selectors as definitions
-from runs import selectors
-from runs.auth import Caller, authenticate
-from runs.batching import event_ingest_grouped
-from runs.errors import (
+from contextadmin.errors import (
     ApiError,
     BadRequest,
     Conflict,
@@ -35,6 +32,9 @@ from runs.errors import (
     error_response,
     json_response,
 )
+from runs import selectors
+from runs.auth import Caller, authenticate
+from runs.batching import event_ingest_grouped
 from runs.json_input import json_decode
 from runs.models import ApiToken
 from runs.services import lifecycle
@@ -318,5 +318,5 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """``handler500``: the API's callers get JSON (Django has logged the failure with its
     traceback); pages get Django's own error page."""
     if request.path.startswith("/api/"):
-        return json_response({"error": SERVER_ERROR}, status=500)
+        return error_response(ApiError(SERVER_ERROR, status=500))
     return defaults.server_error(request)

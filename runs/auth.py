@@ -15,8 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user
 
+from contextadmin.errors import Forbidden, RateLimited, Unauthorized
 from runs import ratelimit
-from runs.errors import Forbidden, RateLimited, Unauthorized
 from runs.models import ApiToken
 from runs.services.tokens import api_token_authenticate
 

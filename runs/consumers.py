@@ -19,11 +19,11 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 from channels.security.websocket import OriginValidator
 from django.conf import settings
 
+from contextadmin.errors import ApiError, BadRequest, RateLimited, Unauthorized
 from runs import ratelimit, selectors
 from runs.auth import authenticate, staff_session_check
 from runs.batching import IngestBatcher, error_message, event_ingest_grouped
 from runs.channels_overrides import DispatchWithoutConnectionHop
-from runs.errors import ApiError, BadRequest, RateLimited, Unauthorized
 from runs.json_input import json_decode
 from runs.models import ApiToken
 from runs.resume import RESYNC_INTERVAL_S, RESYNC_MAX_INTERVAL_S, ResumeStream

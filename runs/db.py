@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import connections, reset_queries
+from django.db import DatabaseError, DataError, IntegrityError, connections, reset_queries
 
 logger = logging.getLogger(__name__)
 
@@ -53,15 +53,6 @@ def sqlite_wal_hold(sender: Any, connection: Any, **kwargs: Any) -> None:
         _wal_holders[name] = holder
 
 
-def sqlite_wal_release() -> None:
-    """Close the held connections (``sqlite_wal_hold``): before a database file is deleted,
-    as the test database is at the end of a test run, or its ``-wal``/``-shm`` stay behind."""
-    with _wal_holders_lock:
-        for holder in _wal_holders.values():
-            holder.close()
-        _wal_holders.clear()
-
-
 # -- kept connections for the hot paths -----------------------------------------------------
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -73,12 +64,14 @@ def pool_sync_to_async(func: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
 
     For the ingest paths: in the thread pool, not the one thread-sensitive thread (channels
     dispatches every frame through it), and without channels' ``database_sync_to_async`` rule
-    of applying the request-end checks around every call: with ``CONN_MAX_AGE = 0`` (SQLite
-    here) that closes the connection each time, and opening one is not free
-    (docs/benchmarks.md). Here such a connection is kept for the thread's life unless it is
-    left in a transaction or broken;
-    with any other ``CONN_MAX_AGE`` (PostgreSQL: 60 s, health checks) Django's own rules
-    apply. The pool has a few threads, so at most that many connections are kept.
+    of applying the request-end checks around every call: with ``CONN_MAX_AGE = 0`` (SQLite,
+    and PostgreSQL through Django's pool, the default) that closes the connection each time,
+    and opening one (or taking it from the pool) is not free (docs/benchmarks.md). Here such a
+    connection is kept for the thread's life unless it is left in a transaction or a database
+    error other than a data or integrity error came out of the call (Django's own test for a
+    connection that may be broken). With persistent connections (``DATABASE_POOL=0``:
+    ``CONN_MAX_AGE=60``, health checks) Django's own rules apply. The pool has a few threads,
+    so at most that many connections are kept.
     """
 
     @functools.wraps(func)
@@ -89,6 +82,10 @@ def pool_sync_to_async(func: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
         _kept_connections_check()
         try:
             return func(*args, **kwargs)
+        except DatabaseError as exc:
+            if not isinstance(exc, DataError | IntegrityError):
+                _kept_connections_close()  # may be broken: the next call opens a fresh one
+            raise
         finally:
             _kept_connections_check()
 
@@ -105,8 +102,9 @@ def _kept_connections_check() -> None:
             connection.get_autocommit() != connection.settings_dict["AUTOCOMMIT"]
         ):
             connection.close()  # never carry a transaction into the next call
-        elif connection.errors_occurred:
-            if connection.is_usable():
-                connection.errors_occurred = False
-            else:
-                connection.close()
+
+
+def _kept_connections_close() -> None:
+    for connection in connections.all(initialized_only=True):
+        if connection.settings_dict["CONN_MAX_AGE"] == 0:
+            connection.close()

@@ -1,88 +1,17 @@
-"""Errors a caller can fix, each with its HTTP status and a message naming the field, and the
-one renderer that turns them into JSON responses (with every header they carry)."""
+"""The client errors and their one JSON renderer now live in ``contextadmin.errors`` (below both
+apps, so the definitions app's middleware renders with them too). This name stays only until
+the last importers (``runs.services.ingest``, ``runs.batching``) import that module directly."""
 
-from __future__ import annotations
-
-from typing import Any
-
-import orjson
-from django.http import HttpResponse
-
-AUTHENTICATE_CHALLENGE = 'Bearer realm="contextadmin"'
-
-
-class ApiError(Exception):
-    """A client error: rendered as JSON ``{"error": message, **extra}`` with ``status``."""
-
-    status = 400
-
-    def __init__(self, message: str, *, status: int | None = None, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        if status is not None:
-            self.status = status
-        self.extra = extra
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"error": self.message, **self.extra}
-
-    def headers(self) -> dict[str, str]:
-        """The response headers this error calls for: Retry-After when it says when to retry."""
-        if "retry_after" in self.extra:
-            return {"Retry-After": str(self.extra["retry_after"])}
-        return {}
-
-
-class BadRequest(ApiError):
-    status = 400
-
-
-class Unauthorized(ApiError):
-    status = 401
-
-    def headers(self) -> dict[str, str]:
-        return {**super().headers(), "WWW-Authenticate": AUTHENTICATE_CHALLENGE}
-
-
-class Forbidden(ApiError):
-    status = 403
-
-
-class NotFound(ApiError):
-    status = 404
-
-
-class MethodNotAllowed(ApiError):
-    status = 405
-
-    def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
-        super().__init__(f"method {method} not allowed: use {' or '.join(allowed)}")
-        self.allowed = allowed
-
-    def headers(self) -> dict[str, str]:
-        return {**super().headers(), "Allow": ", ".join(self.allowed)}
-
-
-class Conflict(ApiError):
-    status = 409
-
-
-class TooLarge(ApiError):
-    status = 413
-
-
-class RateLimited(ApiError):
-    status = 429
-
-
-def json_response(data: Any, *, status: int = 200) -> HttpResponse:
-    """Serialize once with orjson (fast, and it refuses NaN)."""
-    return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
-
-
-def error_response(exc: ApiError) -> HttpResponse:
-    """Render an ApiError as its JSON 4xx, with every header it carries (Retry-After, ...)."""
-    response = json_response(exc.as_dict(), status=exc.status)
-    for name, value in exc.headers().items():
-        response[name] = value
-    return response
+from contextadmin.errors import (  # noqa: F401
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    MethodNotAllowed,
+    NotFound,
+    RateLimited,
+    TooLarge,
+    Unauthorized,
+    error_response,
+    json_response,
+)

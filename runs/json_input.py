@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from runs.errors import BadRequest
+from contextadmin.errors import BadRequest
 
 
 def json_decode(data: bytes | str, *, what: str) -> Any:

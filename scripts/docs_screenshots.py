@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
-from tests.support.mongo import MongoServer
-from tests.support.processes import PROJECT, Daphne, manage, server_env
+from devservers.browser import CHROMIUM, CHROMIUM_ARGS
+from devservers.mongo import MongoServer
+from devservers.processes import PROJECT, Daphne, manage, server_env
 
 DEFAULT_OUTPUT = PROJECT / "docs" / "inspector.png"
 VIEWPORT = {"width": 1280, "height": 900}

@@ -7,9 +7,9 @@ import pytest
 (Path(__file__).resolve().parents[1] / "var").mkdir(exist_ok=True)  # the file test database
 
 pytest_plugins: list[str] = [
-    "tests.support.mongo",
+    "devservers.mongo",
     "tests.support.live_server",
-    "tests.support.browser",
+    "devservers.browser",
 ]
 
 
@@ -20,8 +20,11 @@ def django_db_setup(django_db_setup, django_db_blocker):
     yield
     from django.db import connections
 
-    from runs.db import sqlite_wal_release
+    from runs import db
 
-    sqlite_wal_release()
+    # The holders are the server's for its whole life; only the tests delete the file.
+    for holder in db._wal_holders.values():
+        holder.close()
+    db._wal_holders.clear()
     with django_db_blocker.unblock():
         connections.close_all()

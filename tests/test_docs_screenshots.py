@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.support.processes import PROJECT
+from devservers.processes import PROJECT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -79,3 +79,25 @@ def test_the_import_contracts_hold():
         [lint_imports, "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("folder", ["bench", "devservers", "scripts"])
+def test_nothing_outside_the_tests_imports_them(folder):
+    """One way: tests import bench and devservers, bench imports devservers, never back."""
+    importers = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if any(m == "tests" or m.startswith("tests.") for m in _imported_modules(path))
+    ]
+    assert importers == []

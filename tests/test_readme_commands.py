@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import PROJECT, free_port, wait_for_port
+from devservers.processes import PROJECT, free_port, wait_for_port
 
 pytestmark = pytest.mark.slow
 

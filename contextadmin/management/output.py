@@ -1,6 +1,9 @@
 """Output helpers shared by the management commands."""
 
+from pathlib import Path
 from typing import Any
+
+from django.core.management.base import CommandError
 
 
 def write_bytes(stdout: Any, data: bytes) -> None:
@@ -12,3 +15,14 @@ def write_bytes(stdout: Any, data: bytes) -> None:
         binary.flush()
     else:
         stdout.write(data.decode("utf-8"), ending="")
+
+
+def output_write(*, stdout: Any, output: str | None, data: bytes) -> None:
+    """Write to ``-o FILE`` when given (a CommandError naming it if it cannot), else stdout."""
+    if output:
+        try:
+            Path(output).write_bytes(data)
+        except OSError as exc:
+            raise CommandError(f"cannot write {output}: {exc.strerror}") from None
+    else:
+        write_bytes(stdout, data)

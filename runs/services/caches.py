@@ -90,11 +90,6 @@ def live_state_keep(run: Run, live: LiveState) -> None:
         _live_bytes += live.size
 
 
-def live_states_bytes() -> int:
-    """The bytes of the live states this process keeps now."""
-    return _live_bytes
-
-
 _mongo_clients: dict[str, Any] = {}
 
 
@@ -110,7 +105,3 @@ def mongo_client_get() -> Any:
         _mongo_clients[uri] = mongo_client(uri, timeout_ms=settings.MONGODB_TIMEOUT_MS)
     return _mongo_clients[uri]
 
-
-def mongo_client_forget() -> Any:
-    """Drop (and return) the process's client for MONGODB_URI, e.g. after its server moved."""
-    return _mongo_clients.pop(settings.MONGODB_URI, None)

@@ -31,8 +31,8 @@ from contextadmin_sdk.engine.format import (
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from contextadmin.errors import BadRequest, Conflict, NotFound, RateLimited
 from contextadmin.models import Workflow
-from runs.errors import BadRequest, Conflict, NotFound, RateLimited
 from runs.models import ApiToken, Run, RunSnapshot
 from runs.services.broadcast import run_started_broadcast
 from runs.services.caches import mongo_client_get

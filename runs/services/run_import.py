@@ -25,9 +25,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
+from contextadmin.errors import ApiError, BadRequest, Conflict
 from contextadmin.models import Workflow
 from contextadmin.selectors import workflow_version_matching
-from runs.errors import ApiError, BadRequest, Conflict
 from runs.models import Run, RunEvent, RunSnapshot
 from runs.services import ingest
 from runs.services.lifecycle import RUN_ID_PATTERN

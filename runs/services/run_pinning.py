@@ -26,9 +26,9 @@ from contextadmin_sdk.engine.format import (
     parse_config,
 )
 
+from contextadmin.errors import BadRequest, Conflict, TooLarge
 from contextadmin.models import Workflow, WorkflowVersion
 from contextadmin.selectors import VersionNotFound, workflow_published_config
-from runs.errors import BadRequest, Conflict, TooLarge
 from runs.models import Run
 
 __all__ = ["DEFINITIONS_MAX_BYTES", "PinnedDefinitions", "definitions_pin", "runtime_check"]

@@ -12,8 +12,8 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
+from contextadmin.errors import BadRequest, Conflict, Forbidden
 from contextadmin.models import Workflow
-from runs.errors import BadRequest, Conflict, Forbidden
 from runs.models import ApiToken
 
 TOKEN_PREFIX = "ca_"  # noqa: S105  (a marker, not a secret)

@@ -8,18 +8,22 @@
 (function () {
   "use strict";
 
-  var TRIGGER_FIELDS = {
-    agent_text: ["agent", "equals", "case_sensitive", "trim"],
-    agent_turn_count: ["agent", "count"],
-    tool_response: ["tool", "status"],
-  };
-  var ALL_TRIGGER_FIELDS = ["agent", "equals", "case_sensitive", "trim", "count", "tool", "status"];
+  // The rules come from the server (contextadmin/workflow_page_rules.py, rendered into the page
+  // as the "workflow-rules" script): which fields each trigger type uses, what a reference is,
+  // and the production warning's words (the same as the saved page's).
+  var RULES = null;
+  function rules() {
+    if (!RULES) RULES = JSON.parse(document.getElementById("workflow-rules").textContent);
+    return RULES;
+  }
+  function fieldsOf(type) {
+    return rules().trigger_fields[type] || rules().all_trigger_fields;
+  }
   // nested_admin classes each header by its label, slugified.
   var HEADER_CLASSES = {
     agent: "agent", equals: "text-equals", case_sensitive: "case-sensitive", trim: "trim",
     count: "turn-count", tool: "tool", status: "status",
   };
-  var WARNING = "never fires in production: environment variables are suppressed";
 
   function form() {
     return document.getElementById("workflow_form");
@@ -46,8 +50,8 @@
   function applyTriggerType(select) {
     var row = select.closest(".djn-tr, tr");
     if (!row) return;
-    var shown = TRIGGER_FIELDS[select.value] || ALL_TRIGGER_FIELDS;
-    ALL_TRIGGER_FIELDS.forEach(function (field) {
+    var shown = fieldsOf(select.value);
+    rules().all_trigger_fields.forEach(function (field) {
       var cell = row.querySelector("td.field-" + field);
       if (!cell) return;
       var used = shown.indexOf(field) !== -1;
@@ -66,10 +70,8 @@
       var selects = table.querySelectorAll("select[name*='-triggers-'][name$='-type']");
       var live = Array.prototype.filter.call(selects, function (s) { return !isTemplate(s); });
       if (!selects.length) return;
-      ALL_TRIGGER_FIELDS.forEach(function (field) {
-        var used = live.some(function (s) {
-          return (TRIGGER_FIELDS[s.value] || ALL_TRIGGER_FIELDS).indexOf(field) !== -1;
-        });
+      rules().all_trigger_fields.forEach(function (field) {
+        var used = live.some(function (s) { return fieldsOf(s.value).indexOf(field) !== -1; });
         var header = "th.djn-th." + HEADER_CLASSES[field] + ", th.column-" + field;
         table.querySelectorAll(header + ", td.field-" + field).forEach(
           function (cell) { cell.classList.toggle("trigger-column-unused", !used); }
@@ -96,9 +98,9 @@
 
   function conditionNames(condition) {
     var names = [];
-    var pattern = /\$\{([^}]*)\}/g;
+    var pattern = new RegExp(rules().condition_reference, "g");
     var match;
-    while ((match = pattern.exec(condition)) !== null) names.push(match[1].trim());
+    while ((match = pattern.exec(condition)) !== null) names.push(match[1]);
     return names;
   }
 
@@ -120,7 +122,7 @@
         if (note) note.remove();
         return;
       }
-      var text = WARNING + " (" + gated.join(", ") + ")";
+      var text = rules().production_warning + " (" + gated.join(", ") + ")";
       if (!note) {
         note = document.createElement("p");
         note.className = "production-warning";
@@ -189,7 +191,7 @@
   }
 
   function applyAll() {
-    if (!form()) return;
+    if (!form() || !document.getElementById("workflow-rules")) return;
     applyCellLabels();
     triggerRows().forEach(applyTriggerType);
     applyTriggerColumns();

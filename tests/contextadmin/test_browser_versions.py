@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from devservers.processes import manage
 from tests.contextadmin.conftest import EXAMPLE_PATH
 from tests.support.live_server import LiveServer, live_server_run
-from tests.support.processes import manage
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
 pytestmark = pytest.mark.browser

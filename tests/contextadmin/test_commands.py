@@ -23,8 +23,8 @@ from django.test import Client
 from contextadmin import selectors
 from contextadmin.demo import GENERATOR_CHAT
 from contextadmin.models import Workflow
+from devservers.mongo import demo_documents
 from tests.contextadmin.conftest import db_dump
-from tests.support.mongo import demo_documents
 
 pytestmark = pytest.mark.django_db
 

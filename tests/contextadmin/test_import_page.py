@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from contextadmin import selectors
-from contextadmin.admin import PENDING_IMPORT_KEY
+from contextadmin.admin.imports import PENDING_IMPORT_KEY
 from contextadmin.models import Variable, Workflow
 from tests.contextadmin.conftest import db_dump
 

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
-from tests.support.processes import manage, server_env
+from contextadmin.settings import ServerEnv
+from devservers.processes import manage, server_env
 
 LAYER_OF = "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])"
 
@@ -31,3 +33,14 @@ def test_an_unknown_redis_channel_layer_is_refused_by_name(tmp_path):
     result = manage(env, "check", check=False)
     assert result.returncode != 0
     assert "REDIS_CHANNEL_LAYER: 'kafka', expected 'pubsub' or 'lists'" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["DJANGO_NEW_SETTING", "CONTEXT_AWARE", "OPENAI_API_KEY"])
+def test_settings_read_only_the_names_the_engine_lists_as_server_settings(name):
+    """The engine's SERVER_ENV_VARS is the one list: a setting read without being listed there
+    (so a context variable could read it) stops the server at start-up."""
+    with pytest.raises(ImproperlyConfigured, match=name):
+        ServerEnv().str(name, default="")
+    with pytest.raises(ImproperlyConfigured, match=name):
+        ServerEnv(**{name: (str, "")})
+    assert ServerEnv().str("REDIS_URL", default="fallback") is not None

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.processes import PROJECT
+from devservers.processes import PROJECT
 
 A_DATABASE_TEST = "tests/runs/test_api.py::test_tokens_are_stored_hashed"
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from contextadmin_sdk.client import RunReporter
 
+from devservers.processes import PROJECT, Daphne, manage, server_env
 from tests.support.demo import demo_config
-from tests.support.processes import PROJECT, Daphne, manage, server_env
 
 OUTPUT = PROJECT / "test-output"
 STAFF = ("inspector", "inspector-pw-8472")

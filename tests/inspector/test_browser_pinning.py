@@ -12,9 +12,9 @@ from contextadmin_sdk.client.definitions import runtime_info
 from contextadmin_sdk.engine import format as fmt
 from playwright.sync_api import expect
 
+from devservers.processes import manage
 from tests.inspector.conftest import OUTPUT
 from tests.support.demo import demo_config
-from tests.support.processes import manage
 
 pytestmark = pytest.mark.browser
 

@@ -10,9 +10,9 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from devservers.processes import manage
 from tests.inspector.conftest import OUTPUT
 from tests.support.demo import demo_config
-from tests.support.processes import manage
 
 pytestmark = pytest.mark.browser
 HISTORY_OF_VERSION_1 = re.compile(r"^/admin/contextadmin/workflow/\d+/history/\?to=1$")

@@ -11,10 +11,10 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from devservers.processes import manage
 from tests.inspector.conftest import wait_until
 from tests.inspector.test_browser import context_value, open_run, stream_seqs, travel
 from tests.support.demo import demo_events
-from tests.support.processes import manage
 
 pytestmark = pytest.mark.browser
 

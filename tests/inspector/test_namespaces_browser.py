@@ -8,9 +8,9 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from devservers.processes import manage
 from tests.inspector.test_browser import open_run, travel
 from tests.support.demo import demo_config
-from tests.support.processes import manage
 
 pytestmark = pytest.mark.browser
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from devservers.processes import PROJECT, manage
 from tests.support.demo import demo_config
-from tests.support.processes import PROJECT, manage
 
 RECIPE = re.compile(r"```sh\n(#!/bin/sh\n# poll-context\.sh.*?)```", re.DOTALL)
 

@@ -231,7 +231,7 @@ def test_fetch_looks_the_value_up_in_a_real_mongodb(staff, generator, mongo_serv
 
 
 def test_fetch_reports_an_unreachable_mongodb(staff, generator):
-    from tests.support.processes import free_port
+    from devservers.processes import free_port
 
     closed_port = f"mongodb://127.0.0.1:{free_port()}"
     with override_settings(MONGODB_URI=closed_port, MONGODB_TIMEOUT_MS=300):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from devservers.postgres import Postgres
+from devservers.processes import server_env
 from tests.reliability.helpers import Credentials, Stack, copy_sqlite, seed
-from tests.support.postgres import Postgres
-from tests.support.processes import server_env
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,7 @@ from contextadmin_sdk.client import RunReporter
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
-from tests.support.processes import Daphne, manage
+from devservers.processes import Daphne, manage
 
 PROJECT = Path(__file__).resolve().parents[2]  # where manage.py and contextadmin/ live
 DEMO_CONFIG = PROJECT / "contextadmin" / "demo" / "context_variables.json"

@@ -25,10 +25,10 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from contextadmin.asgi import application
+from devservers.processes import Redis
 from runs.consumers import RunConsumer
 from runs.services import ingest, lifecycle
 from tests.reliability.helpers import demo_config, varied_events
-from tests.support.processes import Redis
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis]
 

@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextadmin.asgi import application
+from devservers.processes import Redis
 from runs.services import caches, tokens
 from tests.reliability.helpers import (
     Inspector,
@@ -31,7 +32,6 @@ from tests.reliability.helpers import (
     varied_events,
     wait_until,
 )
-from tests.support.processes import Redis
 
 TIMEOUT_MS = 500
 DATABASE_VARIABLE = "concept_overview"  # the demo workflow's one database variable
@@ -101,7 +101,7 @@ def test_run_starts_within_the_mongodb_timeout_with_unresolved_database_variable
         )
         elapsed = time.monotonic() - started
     finally:
-        mongo_client = caches.mongo_client_forget()
+        mongo_client = caches._mongo_clients.pop(settings.MONGODB_URI, None)
         if mongo_client is not None:
             mongo_client.close()
     assert response.status_code == 201, response.content

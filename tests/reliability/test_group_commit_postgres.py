@@ -13,9 +13,9 @@ import json
 import pytest
 from websockets.asyncio.client import connect
 
+from devservers.processes import server_env
 from tests.reliability.helpers import Stack, dump_run, http_json, postgres_run_log, seed
 from tests.support.loops import run_in_own_loop
-from tests.support.processes import server_env
 
 RUNS = 12
 EVENTS = 25  # per runtime; two runtimes per run

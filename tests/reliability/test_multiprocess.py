@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from devservers.processes import Redis, server_env
 from tests.reliability.helpers import (
     Inspector,
     Stack,
@@ -17,7 +18,6 @@ from tests.reliability.helpers import (
     postgres_run_log,
     seed,
 )
-from tests.support.processes import Redis, server_env
 
 CLIENTS = 4  # two per Daphne
 BATCHES = 40

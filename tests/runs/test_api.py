@@ -1,4 +1,4 @@
-"""The runtime HTTP API (DESIGN.md §6) through Django's test client."""
+"""The runtime HTTP API (docs/api.md) through Django's test client."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from contextadmin.errors import BadRequest
 from runs.batching import IngestBatcher
-from runs.errors import BadRequest
 from tests.support.loops import in_own_loop
 
 

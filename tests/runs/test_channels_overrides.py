@@ -16,10 +16,10 @@ from channels import consumer as channels_consumer
 from channels.consumer import AsyncConsumer
 from django.conf import settings
 
+from contextadmin.errors import Unauthorized
 from runs import consumers
 from runs.channels_overrides import DispatchWithoutConnectionHop, SweptInMemoryChannelLayer
 from runs.consumers import IngestConsumer, RunConsumer, RunListConsumer
-from runs.errors import Unauthorized
 from tests.support.loops import in_own_loop
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import HttpCommunicator, WebsocketCommunicator
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from contextadmin.asgi import application
 from runs.db import pool_sync_to_async
@@ -232,10 +232,20 @@ def _open_transaction_and_leave() -> int:
     return connection_id
 
 
+_failed_connections: list[Any] = []
+
+
 def _broken() -> None:
+    """A database error that may leave the connection broken (not a data/integrity error)."""
     connection.ensure_connection()
-    connection.errors_occurred = True
-    connection.is_usable = lambda: False  # type: ignore[method-assign]
+    _failed_connections.append(connection.connection)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM no_such_table")
+
+
+def _current_connection() -> Any:
+    connection.ensure_connection()
+    return connection.connection
 
 
 def _state() -> tuple[bool, bool]:
@@ -250,9 +260,10 @@ async def test_a_connection_left_in_a_transaction_or_broken_is_closed():
     for _ in range(12):
         _, autocommit = await call_in_pool(_state)()
         assert autocommit, "a kept connection carried an open transaction into the next call"
-    await call_in_pool(_broken)()
-    for _ in range(12):
-        await call_in_pool(_connection_id)()  # every thread still gets a working connection
+    with pytest.raises(DatabaseError):
+        await call_in_pool(_broken)()
+    for _ in range(12):  # every thread gets a working connection, never the one that failed
+        assert await call_in_pool(_current_connection)() is not _failed_connections[-1]
     assert await sync_to_async(RunEvent.objects.count)() == 0
 
 

@@ -10,9 +10,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from contextadmin.errors import BadRequest, Conflict, NotFound
 from runs import selectors
 from runs.batching import GroupCommitter
-from runs.errors import BadRequest, Conflict, NotFound
 from runs.models import Flip, Run, RunEvent
 from runs.services import caches, ingest, lifecycle
 from runs.services.ingest import IngestRequest, events_ingest_many

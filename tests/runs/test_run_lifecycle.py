@@ -1,4 +1,5 @@
-"""The run lifecycle (DESIGN.md §4; the rule is ``contextadmin_sdk.engine.state.RUN_TRANSITIONS``):
+"""The run lifecycle (docs/architecture.md; the rule is
+``contextadmin_sdk.engine.state.RUN_TRANSITIONS``):
 running ⇄ paused → completed | failed | cancelled. An ended run takes no more events (409
 naming its status, over HTTP and the ingest socket), is never reopened, keeps its ``ended_at``,
 and frees its place under the per-token cap for good; a retried seq is still acknowledged."""

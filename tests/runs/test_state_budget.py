@@ -128,8 +128,8 @@ def test_the_live_state_cache_is_bounded_in_bytes(monkeypatch):
     for i in range(10):
         live = caches.LiveState(state=None, stored_seq=0, size=3_000)  # type: ignore[arg-type]
         caches.live_state_keep(FakeRun(f"r{i}"), live)  # type: ignore[arg-type]
-        assert caches.live_states_bytes() <= 10_000
+        assert caches._live_bytes <= 10_000
     assert list(caches._live_states) == ["r7", "r8", "r9"]  # the least recently kept left
     huge = caches.LiveState(state=None, stored_seq=0, size=10_001)  # type: ignore[arg-type]
     caches.live_state_keep(FakeRun("huge"), huge)  # type: ignore[arg-type]
-    assert "huge" not in caches._live_states and caches.live_states_bytes() == 9_000
+    assert "huge" not in caches._live_states and caches._live_bytes == 9_000

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from contextadmin_sdk.client import ReportError, RunReporter
 
+from devservers.processes import free_port
 from tests.sdk.integrations.fake_server import FakeRunServer
-from tests.support.processes import free_port
 
 
 class Script:

@@ -23,10 +23,10 @@ from contextadmin_sdk.client.definitions import (
 from contextadmin_sdk.engine import build_context
 from contextadmin_sdk.engine import format as fmt
 
+from devservers.processes import free_port
 from tests.sdk.integrations.fake_server import FakeRunServer
 from tests.support.demo import DEMO
 from tests.support.live_server import LiveServer, live_server_run
-from tests.support.processes import free_port
 
 pytestmark = pytest.mark.slow
 

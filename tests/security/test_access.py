@@ -23,11 +23,11 @@ from django.test.utils import CaptureQueriesContext
 
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
+from devservers.processes import manage, server_env
 from runs.models import ApiToken, Run
 from runs.services import ingest, lifecycle, tokens
 from tests.runs.conftest import Api, demo_config
 from tests.security.conftest import db_state
-from tests.support.processes import manage, server_env
 
 MARK = "zq-marker"  # appears in the definitions and the run: must never reach an outsider
 

@@ -18,9 +18,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from devservers import postgres
+from devservers.processes import Daphne, Redis, manage, server_env
 from tests.runs.conftest import demo_config
-from tests.support import postgres
-from tests.support.processes import Daphne, Redis, manage, server_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 

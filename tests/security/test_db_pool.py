@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from websockets.sync.client import connect
 
+from devservers import postgres
+from devservers.processes import PROJECT, Daphne, manage, server_env
 from tests.runs.conftest import demo_config
-from tests.support import postgres
-from tests.support.processes import PROJECT, Daphne, manage, server_env
 
 pytestmark = [
     pytest.mark.slow,

@@ -18,8 +18,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from devservers.processes import Daphne, manage, server_env
 from tests.runs.conftest import demo_config
-from tests.support.processes import Daphne, manage, server_env
 
 pytestmark = pytest.mark.slow
 

@@ -229,7 +229,7 @@ async def test_ingest_socket_connects_count_against_the_rate_limit(settings):
 # -- the Redis-backed bucket: several processes share one budget --------------------------------
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
-    from tests.support.processes import Redis
+    from devservers.processes import Redis
 
     server = Redis(tmp_path_factory.mktemp("redis")).start()
     yield server.url, server
@@ -255,7 +255,7 @@ def test_processes_sharing_redis_share_the_bucket(redis_url, settings, caplog):
 
 @pytest.mark.redis
 def test_a_redis_outage_falls_back_to_the_process_bucket(settings, caplog):
-    from tests.support.processes import free_port
+    from devservers.processes import free_port
 
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     settings.API_RATE_LIMIT_PER_MINUTE = 2

@@ -14,8 +14,8 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from devservers.processes import Daphne, manage, server_env
 from tests.runs.conftest import demo_config
-from tests.support.processes import Daphne, manage, server_env
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import Daphne, manage, server_env
+from devservers.processes import Daphne, manage, server_env
 
 START_TIMEOUT_S = 30.0
 

@@ -1,6 +1,6 @@
 """Run an async test on a fresh event loop in a thread of its own.
 
-The session's sync Playwright (tests/support/browser.py) can leave its loop marked running in
+The session's sync Playwright (devservers/browser.py) can leave its loop marked running in
 the main thread, and pytest-asyncio then cannot start one there ("Runner.run() cannot be called
 from a running event loop"). Pure asyncio unit tests that need no Django database use this.
 """

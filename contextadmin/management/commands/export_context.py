@@ -4,13 +4,12 @@ By default the published version, as pipelines get it; ``--version N`` any versi
 ``--version draft`` the newest. The version number goes to stderr, the bytes to stdout or -o.
 """
 
-from pathlib import Path
 from typing import Any
 
 from contextadmin_sdk.engine.format import ConfigError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contextadmin.management.output import write_bytes
+from contextadmin.management.output import output_write
 from contextadmin.selectors import (
     ENVIRONMENTS,
     VersionNotFound,
@@ -58,10 +57,4 @@ class Command(BaseCommand):
         if exported.number is not None:
             self.stderr.write(f"{workflow.name} version {exported.number} ({exported.status})")
         data = exported.body
-        if options["output"]:
-            try:
-                Path(options["output"]).write_bytes(data)
-            except OSError as exc:
-                raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
-        else:
-            write_bytes(self.stdout, data)
+        output_write(stdout=self.stdout, output=options["output"], data=data)

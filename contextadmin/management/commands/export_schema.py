@@ -1,11 +1,10 @@
 """Write the JSON Schema of context_variables.json (docs/context_variables.schema.json)."""
 
-from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from contextadmin.management.output import write_bytes
+from contextadmin.management.output import output_write
 from contextadmin.selectors import schema_export_bytes
 
 
@@ -17,11 +16,5 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = schema_export_bytes()
-        if options["output"]:
-            try:
-                Path(options["output"]).write_bytes(data)
-            except OSError as exc:
-                raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
-        else:
-            write_bytes(self.stdout, data)
+        output_write(stdout=self.stdout, output=options["output"], data=data)
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from contextadmin.errors import ApiError
 from contextadmin.models import Workflow
-from runs.errors import ApiError
 from runs.services import tokens
 
 

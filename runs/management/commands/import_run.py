@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.errors import ApiError
+from contextadmin.errors import ApiError
 from runs.services.run_import import run_import
 
 

@@ -12,7 +12,7 @@ from bson import Decimal128, ObjectId
 from contextadmin_sdk.engine import build_context, fetch_database_variables, json_safe, mongo_client
 from pymongo import monitoring
 
-from tests.support.mongo import MongoServer, free_port
+from devservers.mongo import MongoServer, free_port
 
 from .support import config_with, db_var, demo_config
 

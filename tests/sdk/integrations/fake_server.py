@@ -11,7 +11,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support.processes import free_port
+from devservers.processes import free_port
 
 EVENTS_PATH = re.compile(r"^/api/runs/([^/]+)/events/$")
 STATE_PATH = re.compile(r"^/api/runs/([^/]+)/state/$")

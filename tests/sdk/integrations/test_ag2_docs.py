@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import PROJECT
+from devservers.processes import PROJECT
 
 DOC = PROJECT / "docs" / "ag2.md"
 

@@ -20,13 +20,8 @@ from contextadmin_sdk.engine import build_context, replay
 from contextadmin_sdk.integrations.autogen import attach
 from websockets.sync.client import connect
 
-from runs.demo_chats.autogen_chat import (
-    DEMO_CONFIG,
-    DEMO_WORKFLOW,
-    OPENING,
-    demo_pattern,
-)
-from tests.support.processes import PROJECT, Daphne, wait_for_port
+from devservers.processes import PROJECT, Daphne, wait_for_port
+from runs.demo_chats.autogen_chat import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
 
 pytestmark = pytest.mark.slow
 

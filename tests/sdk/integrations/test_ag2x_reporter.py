@@ -12,9 +12,9 @@ import pytest
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.integrations.ag2 import attach
 
+from devservers.processes import free_port
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
 from tests.support.loops import in_own_loop
-from tests.support.processes import free_port
 
 from .fake_server import FakeRunServer
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from contextadmin_sdk.client import RunReporter
 
+from devservers.processes import PROJECT
 from tests.sdk.integrations.test_ag2_docs import python_blocks
-from tests.support.processes import PROJECT
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runs.errors import (
+from contextadmin.errors import (
     BadRequest,
     Conflict,
     MethodNotAllowed,
@@ -40,7 +40,7 @@ def test_an_error_renders_as_json_with_its_headers(error, status, headers):
 
 @pytest.mark.django_db
 def test_a_staff_json_view_keeps_retry_after(admin_client, monkeypatch):
-    """runs/views.py's staff JSON endpoints render errors with the same renderer."""
+    """The inspector's staff JSON endpoints render errors with the same renderer."""
     from runs import views
 
     def limited(request, name):

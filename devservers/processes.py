@@ -1,4 +1,4 @@
-"""Start real servers for tests: Daphne, redis-server. Loopback only, free ports, cleaned up."""
+"""Start real servers for tests and benchmarks: Daphne, redis-server. Loopback, free ports."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
@@ -39,6 +40,28 @@ def wait_for_port(
         except OSError:
             time.sleep(0.05)
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def process_start(
+    args: list[str], *, log_path: Path, **popen: Any
+) -> subprocess.Popen[bytes]:
+    """Start a server with its output (stdout and stderr) appended to ``log_path``."""
+    with open(log_path, "ab") as log:  # the child keeps its own copy
+        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, **popen)
+
+
+def process_stop(
+    process: subprocess.Popen[bytes] | None, *, sig: int = signal.SIGTERM, timeout: float = 10
+) -> None:
+    """Stop a server we started: ``sig``, then SIGKILL if it has not exited within ``timeout``."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
 
 
 def manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -88,8 +111,7 @@ class Daphne:
         return f"ws://127.0.0.1:{self.port}"
 
     def start(self) -> Daphne:
-        log = open(self.log_path, "ab")  # noqa: SIM115  (handed to the child, then closed)
-        self.process = subprocess.Popen(
+        self.process = process_start(
             [
                 str(BIN / "daphne"),
                 "-b",
@@ -103,10 +125,8 @@ class Daphne:
             ],
             env=self.env,
             cwd=PROJECT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            log_path=self.log_path,
         )
-        log.close()  # the child holds its own copy
         wait_for_port(self.port, process=self.process)
         return self
 
@@ -116,13 +136,7 @@ class Daphne:
             self.process.wait(timeout=10)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        process_stop(self.process)
 
 
 @dataclass

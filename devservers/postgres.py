@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.processes import free_port, wait_for_port
+from devservers.processes import free_port, process_start, process_stop, wait_for_port
 
 START_TIMEOUT_S = 30.0
 SUPERUSER = "postgres"
@@ -130,10 +130,10 @@ class Postgres:
                 timeout=120,
                 **self._as_user(),  # type: ignore[arg-type]
             )
-            log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's life)
+            self.log_path.touch()
             if account is not None:
                 os.chown(self.log_path, account.pw_uid, account.pw_gid)
-            self.process = subprocess.Popen(
+            self.process = process_start(
                 [
                     str(binaries / "postgres"),
                     "-D",
@@ -155,11 +155,9 @@ class Postgres:
                 ],
                 cwd=self.workdir,
                 env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                **self._as_user(),  # type: ignore[arg-type]
+                log_path=self.log_path,
+                **self._as_user(),
             )
-            log.close()
             wait_for_port(self.port, timeout=START_TIMEOUT_S, process=self.process)
             self._wait_ready()
         except BaseException:
@@ -186,12 +184,6 @@ class Postgres:
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT), then remove the cluster directory."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        process_stop(self.process, sig=signal.SIGINT, timeout=20)
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,7 +1,7 @@
 """A real MongoDB-wire server for tests: ``nx-27017`` on a free loopback port, seeded with the
 demo documents, stopped at the end of the session.
 
-Register with ``pytest_plugins = ["tests.support.mongo"]``; use the ``mongo_server`` fixture
+Register with ``pytest_plugins = ["devservers.mongo"]``; use the ``mongo_server`` fixture
 (``.uri``, ``.client``, ``.seed(documents)``).
 """
 
@@ -21,7 +21,9 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
-PROJECT = Path(__file__).resolve().parents[2]
+from devservers.processes import process_stop
+
+PROJECT = Path(__file__).resolve().parents[1]
 DEMO_DOCUMENTS = PROJECT / "contextadmin" / "demo" / "mongo_documents.json"
 SHARED_DOCUMENTS = PROJECT.parent / "shared" / "examples" / "generator" / "mongo_documents.json"
 START_TIMEOUT_S = 30.0
@@ -101,13 +103,7 @@ class MongoServer:
     def stop(self) -> None:
         if self.client is not None:
             self.client.close()
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        process_stop(self.process)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,143 @@
+"""One form per row of the document: a variable of each category, a trigger, a hand-off."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from django import forms
+
+from contextadmin.forms.fields import PrimitiveField, primitive_from_text
+from contextadmin.models import (
+    Category,
+    DatabaseVariable,
+    DeclarativeVariable,
+    DerivedVariable,
+    EnvironmentVariable,
+    Handoff,
+    Trigger,
+)
+
+
+class PositionInput(forms.HiddenInput):
+    """The sortable position: anything but a small integer reads as empty.
+
+    nested_admin's ``formsetsort`` filter calls ``int()`` on the raw value when it renders.
+    """
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        value = super().value_from_datadict(data, files, name)
+        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value.strip()):
+            return value.strip()
+        return ""
+
+
+_POSITION = PositionInput()
+_DESCRIPTION = forms.Textarea(attrs={"rows": 1, "cols": 36})
+
+
+class VariableForm(forms.ModelForm):
+    category: ClassVar[str]
+    # The field typed as text and read by the variable's type, and whether blank means none.
+    primitive: ClassVar[tuple[str, bool] | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.instance.category = self.category
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.primitive is not None and self.primitive[0] in data:
+            field, blank_is_none = self.primitive
+            data[field] = primitive_from_text(
+                data[field], data.get("type"), blank_is_none=blank_is_none
+            )
+        return data
+
+
+class DeclarativeForm(VariableForm):
+    category = Category.DECLARATIVE
+    value = PrimitiveField(help_text="Text for a string; 25, 2.5 or true for the other types.")
+    primitive = ("value", False)
+
+    class Meta:
+        model = DeclarativeVariable
+        fields = ("name", "type", "value", "description", "position")
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+
+
+class DatabaseForm(VariableForm):
+    category = Category.DATABASE
+
+    class Meta:
+        model = DatabaseVariable
+        fields = (
+            "name",
+            "type",
+            "database_name",
+            "collection",
+            "search_by",
+            "field",
+            "description",
+            "position",
+        )
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+        help_texts = {"database_name": "Empty: the workflow's database name."}
+
+
+class EnvironmentForm(VariableForm):
+    category = Category.ENVIRONMENT
+    default = PrimitiveField(help_text="Used when the env var is unset; empty: none.")
+    primitive = ("default", True)
+
+    class Meta:
+        model = EnvironmentVariable
+        fields = ("name", "type", "env_var", "default", "description", "position")
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+
+
+class DerivedForm(VariableForm):
+    category = Category.DERIVED
+    default = forms.BooleanField(required=False, help_text="The flag's value before any trigger.")
+
+    class Meta:
+        model = DerivedVariable
+        fields = ("name", "description", "default", "position")
+        widgets = {"position": _POSITION, "description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.instance.type = "boolean"
+
+
+class TriggerForm(forms.ModelForm):
+    class Meta:
+        model = Trigger
+        fields = (
+            "type",
+            "agent",
+            "equals",
+            "case_sensitive",
+            "trim",
+            "count",
+            "tool",
+            "status",
+            "position",
+        )
+        widgets = {"position": _POSITION}
+        labels = {"equals": "text equals", "count": "turn count"}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("type") and data["type"] != "agent_text":
+            # Matching options belong to agent_text; the page hides (and does not send) them
+            # for the other types, which must not read as "trim: unticked".
+            data["case_sensitive"], data["trim"] = False, True
+        return data
+
+
+class HandoffForm(forms.ModelForm):
+    class Meta:
+        model = Handoff
+        fields = ("source_agent", "target_agent", "condition", "description", "position")
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
