@@ -19,6 +19,7 @@ from django.utils import timezone
 from pymongo.errors import PyMongoError
 
 from contextadmin import specs
+from contextadmin.signals import version_published
 from contextadmin.models import (
     Handoff,
     Trigger,
@@ -160,6 +161,7 @@ def _publish(*, workflow: Workflow, version: WorkflowVersion) -> None:
     version.save(update_fields=["published_at"])
     workflow.published_version = version
     Workflow.objects.filter(pk=workflow.pk).update(published_version=version)
+    version_published.send(sender=WorkflowVersion, workflow=workflow, version=version)
 
 
 @transaction.atomic

@@ -187,6 +187,15 @@ SERVER_ENV_VARS: frozenset[str] = frozenset({
     "REDIS_URL",
     "RUNS_RETENTION_DAYS",
     "RUNS_STALE_AFTER_S",
+    "WEBHOOKS_ALLOW_HTTP",
+    "WEBHOOKS_ALLOW_PRIVATE",
+    "WEBHOOKS_BACKOFF_BASE_S",
+    "WEBHOOKS_CONNECT_TIMEOUT_S",
+    "WEBHOOKS_DISABLE_AFTER_DAYS",
+    "WEBHOOKS_READ_TIMEOUT_S",
+    "WEBHOOKS_RETRY_FOR_S",
+    "WEBHOOKS_SITE_URL",
+    "WEBHOOKS_TICK_S",
 })
 # Credential-shaped env var names. Substrings for words that never occur by accident
 # (SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL, PRIVATE); whole ``_``-separated words for short
