@@ -240,7 +240,7 @@ def delivery_redeliver(*, delivery: Delivery) -> Delivery:
     return delivery
 
 
-def test_event_send(*, subscription: Subscription) -> Delivery:
+def subscription_test_send(*, subscription: Subscription) -> Delivery:
     """Queue a test event for the subscription (its own lane: it waits for nothing)."""
     payload = {
         "type": "test",

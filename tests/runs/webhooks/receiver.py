@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -41,6 +42,7 @@ class Receiver:
         self.secret = secret
         self.replies: list[Reply] = []
         self.default = Reply()
+        self.rule: Callable[[Received], Reply | None] | None = None  # first, when it answers
         self.received: list[Received] = []
         self.arrived = threading.Condition()
         receiver = self
@@ -56,10 +58,11 @@ class Receiver:
                 except (WebhookVerificationError, ValueError) as exc:
                     error = str(exc) or type(exc).__name__
                 with receiver.arrived:
-                    reply = receiver.replies.pop(0) if receiver.replies else receiver.default
-                    receiver.received.append(
-                        Received(headers, body, payload, error, time.monotonic())
-                    )
+                    received = Received(headers, body, payload, error, time.monotonic())
+                    reply = receiver.rule(received) if receiver.rule else None
+                    if reply is None:
+                        reply = receiver.replies.pop(0) if receiver.replies else receiver.default
+                    receiver.received.append(received)
                     receiver.arrived.notify_all()
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
