@@ -41,6 +41,7 @@ from runs.errors import (
 )
 from runs.models import Run
 from runs.services.caches import mongo_client_get
+from runs.webhooks import selectors as webhook_selectors
 
 TEMPLATE_MAX_CHARS = 4000
 ENTERPRISE_ID_MAX_CHARS = 200
@@ -111,6 +112,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "checklist": selectors.first_run_checklist(),
             "server_url": request.build_absolute_uri("/").rstrip("/"),
             "stale_after_s": selectors.run_stale_after_s(),
+            "webhooks_off": list(webhook_selectors.subscriptions_switched_off()),
         },
     )
 
