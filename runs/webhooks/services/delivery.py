@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 BACKOFF_FACTOR = 4
 BACKOFF_MAX_S = 6 * 3600
-LEASE_MARGIN_S = 5.0  # beyond the request's own timeouts
+LEASE_FACTOR = 2  # a lease lasts twice the request's own timeouts
 DRAIN_BUDGET_S = 30.0  # one task sends for at most this long, then hands over to the next
 
 
@@ -89,7 +89,7 @@ def lane_heads(*, now: dt.datetime) -> list[Delivery]:
 def _claim(delivery: Delivery, *, now: dt.datetime) -> bool:
     """Lease the delivery for this worker; False when another worker holds it."""
     lease = settings.WEBHOOKS_CONNECT_TIMEOUT_S + settings.WEBHOOKS_READ_TIMEOUT_S
-    until = now + dt.timedelta(seconds=lease + LEASE_MARGIN_S)
+    until = now + dt.timedelta(seconds=lease * LEASE_FACTOR)
     claimed = (
         Delivery.objects.filter(pk=delivery.pk, status=Delivery.Status.PENDING)
         .filter(lease_until__isnull=True)

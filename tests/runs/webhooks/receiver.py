@@ -38,7 +38,7 @@ class Received:
 class Receiver:
     """``replies`` are used in order, then ``default``; ``secret`` verifies the signatures."""
 
-    def __init__(self, *, secret: str = "") -> None:
+    def __init__(self, *, secret: str = "", port: int = 0) -> None:
         self.secret = secret
         self.replies: list[Reply] = []
         self.default = Reply()
@@ -79,7 +79,7 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
