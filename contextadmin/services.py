@@ -19,7 +19,6 @@ from django.utils import timezone
 from pymongo.errors import PyMongoError
 
 from contextadmin import specs
-from contextadmin.signals import version_published
 from contextadmin.models import (
     Handoff,
     Trigger,
@@ -39,6 +38,7 @@ from contextadmin.selectors import (
     workflow_has_definitions,
     workflow_head,
 )
+from contextadmin.signals import version_published
 from runs.engine import format as fmt
 from runs.engine import mongo_client
 

@@ -112,6 +112,9 @@ class StaleRun(models.Model):
     run = models.OneToOneField("runs.Run", on_delete=models.CASCADE, primary_key=True)
     at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self) -> str:
+        return f"run {self.run_id} stale at {self.at}"
+
 
 class Tick(models.Model):
     """The periodic task's schedule: a tick runs when it claims ``next_at``, so however many
@@ -119,3 +122,6 @@ class Tick(models.Model):
 
     name = models.CharField(max_length=40, primary_key=True)
     next_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} next at {self.next_at}"

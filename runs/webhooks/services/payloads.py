@@ -99,7 +99,7 @@ def slack_text(payload: dict[str, Any]) -> str:
     return f"{where}: {what} <{data.get('url')}|open at #{data.get('seq')}>"
 
 
-def body_render(payload: dict[str, Any], *, format: str) -> bytes:  # noqa: A002
+def body_render(payload: dict[str, Any], *, format: str) -> bytes:
     """The request body in the subscription's format."""
     if format == "slack":
         return orjson.dumps({"text": slack_text(payload)})

@@ -72,7 +72,9 @@ def post(*, url: str, body: bytes, headers: dict[str, str]) -> Answer:
     address = address_resolve(host, port)
     started = time.monotonic()
     try:
-        sock = socket.create_connection((address, port), timeout=settings.WEBHOOKS_CONNECT_TIMEOUT_S)
+        sock = socket.create_connection(
+            (address, port), timeout=settings.WEBHOOKS_CONNECT_TIMEOUT_S
+        )
     except OSError as exc:
         raise SendFailed(f"cannot connect to {host}:{port}: {exc}") from None
     try:

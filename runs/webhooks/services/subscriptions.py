@@ -65,7 +65,9 @@ def url_problem(url: Any) -> str | None:
         if host == "localhost" or host.endswith(".localhost") or (
             address is not None and address_private(address)
         ):
-            return f"{host} is a loopback or private address (allowed with WEBHOOKS_ALLOW_PRIVATE=1)"
+            return (
+                f"{host} is a loopback or private address (allowed with WEBHOOKS_ALLOW_PRIVATE=1)"
+            )
     return None
 
 
@@ -93,7 +95,7 @@ def subscription_clean(
     events: Any,
     flags: Any = None,
     end_statuses: Any = None,
-    format: Any = "standard",  # noqa: A002 (the field's name)
+    format: Any = "standard",
 ) -> dict[str, Any]:
     """Check a subscription's fields; raise ``ValidationError`` naming each bad field."""
     errors: dict[str, str] = {}
@@ -146,7 +148,7 @@ def subscription_create(
     workflow: Workflow | None = None,
     flags: Iterable[str] | str | None = None,
     end_statuses: Iterable[str] | str | None = None,
-    format: str = "standard",  # noqa: A002
+    format: str = "standard",
     enabled: bool = True,
 ) -> tuple[Subscription, str]:
     """Create a subscription; return it and its signing secret (shown once, never again)."""

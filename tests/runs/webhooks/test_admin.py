@@ -69,7 +69,8 @@ def test_the_test_rotate_and_redeliver_buttons(admin_client) -> None:
     subscription.refresh_from_db()
     assert subscription.secret != secret
     assert subscription.secret in rotated.content.decode()
-    assert admin_client.get(reverse("admin:webhooks_rotate", args=[subscription.pk])).status_code == 405
+    rotate_url = reverse("admin:webhooks_rotate", args=[subscription.pk])
+    assert admin_client.get(rotate_url).status_code == 405
 
 
 def test_the_buttons_need_staff(client) -> None:

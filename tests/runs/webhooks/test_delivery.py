@@ -18,8 +18,8 @@ from runs.webhooks.models import Attempt, Delivery, Subscription
 from runs.webhooks.services.delivery import (
     deliveries_drain,
     delivery_redeliver,
-    subscriptions_failing_disable,
     subscription_test_send,
+    subscriptions_failing_disable,
 )
 from runs.webhooks.services.subscriptions import subscription_create
 from tests.runs.webhooks.receiver import Received, Receiver, Reply
@@ -162,7 +162,7 @@ def test_a_host_resolving_to_loopback_is_refused_at_send_time(generator, receive
     host = socket.gethostname()
     if socket.gethostbyname(host) != "127.0.0.1":
         pytest.skip(f"{host} does not resolve to 127.0.0.1 here")
-    subscription, receiver.secret = subscription_create(
+    _, receiver.secret = subscription_create(
         url=receiver.url(host=host), events=["flag_flipped"]
     )
     settings.WEBHOOKS_ALLOW_PRIVATE = False  # the URL passed the creation check (a name)

@@ -111,7 +111,8 @@ def test_publishing_a_version_writes_version_published(generator) -> None:
     workflow_import(name="Generator", data=config, replace=True)
     delivery = Delivery.objects.get()
     data = delivery.payload["data"]
-    assert (data["event"], data["workflow"], data["version"]) == ("version_published", "Generator", 2)
+    assert (data["event"], data["workflow"]) == ("version_published", "Generator")
+    assert data["version"] == 2
     assert data["digest"].startswith("sha256:")
     assert delivery.lane == f"workflow:{generator.pk}"
 

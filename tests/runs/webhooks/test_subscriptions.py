@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
-from standardwebhooks import Webhook
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from runs.webhooks.models import Subscription
+from runs.webhooks.services.payloads import body_render, headers_signed
 from runs.webhooks.services.subscriptions import (
+    secret_new,
     subscription_clean,
     subscription_create,
     subscription_secret_rotate,
@@ -104,3 +107,19 @@ def test_rotation_changes_the_secret() -> None:
     assert new != secret and new.startswith("whsec_")
     subscription.refresh_from_db()
     assert subscription.secret == new
+
+
+
+def test_the_docs_five_line_receiver_verifies_a_signed_request() -> None:
+    """docs/webhooks.md's receiver, run as written, against headers this server makes."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "webhooks.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(block.strip().splitlines()) <= 5
+    secret = secret_new()
+    namespace: dict = {}
+    exec(block.replace("whsec_…your secret…", secret), namespace)  # noqa: S102 (our docs)
+    body = body_render({"type": "handoff", "data": {"event": "handoff"}}, format="standard")
+    headers = headers_signed(secret=secret, message_id="msg_1", body=body)
+    assert namespace["receive"](body, headers) == {"type": "handoff", "data": {"event": "handoff"}}
+    with pytest.raises(WebhookVerificationError):
+        namespace["receive"](body, {**headers, "webhook-id": "msg_2"})
