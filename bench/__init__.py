@@ -21,4 +21,7 @@ FIGURES: tuple[str, ...] = (
     "B10",
     "B11",
     "B12",
+    "B13.ingest",
+    "B13.latency",
+    "B13.outage",
 )
