@@ -140,12 +140,16 @@ def _send(delivery: Delivery) -> Outcome:
     headers = headers_signed(
         secret=subscription.secret, message_id=delivery.message_id, body=body
     )
+    started = time.monotonic()
     try:
         answer = sending.post(url=subscription.url, body=body, headers=headers)
-    except sending.SendRefused as exc:
-        return Outcome(ok=False, retry=False, error=str(exc)[:300])
-    except sending.SendFailed as exc:
-        return Outcome(ok=False, retry=True, error=str(exc)[:300])
+    except (sending.SendRefused, sending.SendFailed) as exc:
+        return Outcome(
+            ok=False,
+            retry=isinstance(exc, sending.SendFailed),
+            error=str(exc)[:300],
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
     text = answer.body.decode("utf-8", errors="replace")[:500]
     status = answer.status
     return Outcome(

@@ -86,8 +86,12 @@ def run_candidates(events: Sequence[RunEvent], flips: Sequence[Flip]) -> list[Ca
             fields = {k: payload.get(k) for k in ("agent", "target", "rule")}
             found.append((event.seq, 0, ("handoff", event.seq, fields)))
         elif event.type == "warning":
+            # A refused change, as the runtime records it (who tried, the variable, the rule).
             text = payload.get("text") or payload.get("rule") or payload.get("name") or ""
-            fields = {"text": text_preview(text), "agent": payload.get("agent")}
+            fields = {
+                "text": text_preview(text),
+                **{k: payload.get(k) for k in ("agent", "name", "value", "rule")},
+            }
             found.append((event.seq, 0, ("warning", event.seq, fields)))
         elif event.type == "run_status" and payload.get("status") in RUN_ENDED_STATUSES:
             found.append((event.seq, 2, ("run_ended", event.seq, {"status": payload["status"]})))

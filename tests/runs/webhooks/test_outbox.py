@@ -13,7 +13,7 @@ from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
 from runs.errors import ApiError
 from runs.models import Run
-from runs.services.ingest import event_ingest
+from runs.services.ingest import IngestRequest, event_ingest, events_ingest_many
 from runs.services.lifecycle import run_start
 from runs.signals import events_committed
 from runs.webhooks.models import Delivery, StaleRun
@@ -63,6 +63,17 @@ def test_a_batch_writes_its_deliveries_in_seq_order_with_the_payload_fields(gene
     assert data["cause"]["agent"] == "InterviewAgent"
     assert Delivery.objects.get(event="run_ended").payload["data"]["status"] == "failed"
     assert DBTaskResult.objects.exists()  # the send task, enqueued with the rows
+
+
+def test_the_group_commit_writes_each_batchs_deliveries(generator) -> None:
+    """The ingest sockets' path: many runs' batches in one transaction."""
+    subscription_create(url="https://h.example/x", events=["handoff"])
+    runs = [run_start(workflow_name="Generator", enterprise_id="acme").run for _ in range(3)]
+    requests = [IngestRequest(run_id=run.pk, events=[HANDOFF]) for run in runs]
+    requests.append(IngestRequest(run_id=runs[0].pk, events=[{"type": "nope"}]))  # refused alone
+    outcomes = events_ingest_many(requests=requests)
+    assert isinstance(outcomes[-1], ApiError)
+    assert sorted(Delivery.objects.values_list("lane", flat=True)) == sorted(r.pk for r in runs)
 
 
 def test_a_refused_batch_writes_no_delivery(generator) -> None:
