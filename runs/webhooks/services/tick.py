@@ -1,6 +1,7 @@
 """The periodic task: every WEBHOOKS_TICK_S a worker raises ``run_stale`` for newly stale
 runs, sends any delivery still due (one whose task was lost with a killed worker), switches
-off subscriptions failing for days, and forgets its own finished task rows.
+off subscriptions failing for days, and forgets its own finished task rows and finished
+deliveries older than RUNS_RETENTION_DAYS.
 
 One chain of ticks stays scheduled however many workers there are: a tick claims the
 ``Tick`` row's ``next_at`` (one conditional UPDATE) and, in the same transaction, enqueues the
@@ -16,10 +17,10 @@ import logging
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django_tasks import task
+from django_tasks import TaskResultStatus, task
 from django_tasks_db.models import DBTaskResult
 
-from runs.webhooks.models import Tick
+from runs.webhooks.models import Delivery, Tick
 from runs.webhooks.services.delivery import (
     deliveries_drain,
     deliveries_send,
@@ -63,9 +64,15 @@ def tick_ensure() -> None:
 
 def _task_rows_prune() -> None:
     """Delete this app's finished task rows older than TASK_ROWS_KEEP (a tick every few
-    seconds would otherwise grow the task table forever)."""
+    seconds would otherwise grow the task table forever), the rows of tasks whose worker was
+    killed (left "running"; ours never run that long), and finished deliveries older than
+    RUNS_RETENTION_DAYS."""
+    now = timezone.now()
     paths = [webhooks_tick.module_path, deliveries_send.module_path]
-    DBTaskResult.objects.filter(
-        task_path__in=paths,
-        finished_at__lt=timezone.now() - TASK_ROWS_KEEP,
+    ours = DBTaskResult.objects.filter(task_path__in=paths)
+    ours.filter(finished_at__lt=now - TASK_ROWS_KEEP).delete()
+    ours.filter(status=TaskResultStatus.RUNNING, started_at__lt=now - TASK_ROWS_KEEP).delete()
+    Delivery.objects.filter(
+        status__in=(Delivery.Status.DELIVERED, Delivery.Status.FAILED),
+        finished_at__lt=now - dt.timedelta(days=settings.RUNS_RETENTION_DAYS),
     ).delete()

@@ -16,9 +16,10 @@ from runs.models import Run
 from runs.services.ingest import IngestRequest, event_ingest, events_ingest_many
 from runs.services.lifecycle import run_start
 from runs.signals import events_committed
-from runs.webhooks.models import Delivery, StaleRun
+from runs.webhooks.models import Delivery, StaleRun, Subscription
 from runs.webhooks.services.stale import runs_stale_raise
 from runs.webhooks.services.subscriptions import subscription_create
+from runs.webhooks.services.tick import tick_schedule, webhooks_tick
 from tests.support.demo import demo_config, demo_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -164,3 +165,28 @@ def test_a_silent_run_raises_run_stale_once(generator, settings) -> None:
     delivery = Delivery.objects.get()
     assert (delivery.event, delivery.lane) == ("run_stale", quiet.pk)
     assert delivery.payload["data"]["stale_after_s"] == 60
+
+
+def test_the_tick_schedules_one_chain_and_does_the_periodic_work(
+    generator, settings, receiver
+) -> None:
+    settings.RUNS_STALE_AFTER_S = 60
+    settings.WEBHOOKS_TICK_S = 30
+    receiver.secret = subscription_create(url=receiver.url(), events=["run_stale"])[1]
+    run = run_start(workflow_name="Generator", enterprise_id="acme").run
+    Run.objects.filter(pk=run.pk).update(started_at=timezone.now() - dt.timedelta(minutes=5))
+    old = Delivery.objects.create(
+        subscription=Subscription.objects.get(), lane="x", event="handoff", message_id="msg_old",
+        payload={}, status="delivered", next_attempt_at=timezone.now(),
+        finished_at=timezone.now() - dt.timedelta(days=settings.RUNS_RETENTION_DAYS + 1),
+    )
+    assert tick_schedule() is True
+    assert tick_schedule() is False  # one chain: the next tick is not due yet
+    ticks = DBTaskResult.objects.filter(task_path=webhooks_tick.module_path)
+    assert ticks.count() == 1 and ticks.get().run_after > timezone.now()
+    webhooks_tick.call()  # what a worker runs: not due, so it schedules nothing more
+    assert ticks.count() == 1
+    stale = Delivery.objects.get(event="run_stale", lane=run.pk)
+    assert stale.status == "delivered"  # the tick also sends what is due
+    assert receiver.wait(1)[0].payload["data"]["run_id"] == run.pk
+    assert not Delivery.objects.filter(pk=old.pk).exists()
