@@ -4,6 +4,7 @@ and verifies its signature with the ``standardwebhooks`` library, answering as s
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -38,7 +39,9 @@ class Received:
 class Receiver:
     """``replies`` are used in order, then ``default``; ``secret`` verifies the signatures."""
 
-    def __init__(self, *, secret: str = "", port: int = 0) -> None:
+    def __init__(
+        self, *, secret: str = "", port: int = 0, tls: tuple[str, str] | None = None
+    ) -> None:
         self.secret = secret
         self.replies: list[Reply] = []
         self.default = Reply()
@@ -81,11 +84,17 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:  # (certificate file, key file)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.scheme = "https"
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def url(self, path: str = "/hook", *, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def start(self) -> Receiver:
         self._thread.start()

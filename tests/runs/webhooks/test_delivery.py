@@ -6,8 +6,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import socket
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -233,3 +235,36 @@ def test_a_test_event_and_a_redelivery_keep_their_ids(generator, receiver) -> No
     first, second = receiver.wait(2)
     assert json.loads(first.body)["type"] == "test"
     assert first.message_id == second.message_id == delivery.message_id
+
+
+def _certificate(directory: Path, host: str) -> tuple[str, str]:
+    """A self-signed certificate for ``host`` (Debian's openssl)."""
+    cert, key = directory / f"{host}.pem", directory / f"{host}.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={host}",
+         "-addext", f"subjectAltName=DNS:{host}"],
+        check=True, capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+def test_https_is_verified_against_the_host_name(generator, tmp_path, monkeypatch) -> None:
+    """TLS over the connection to the checked address still checks the URL's host name."""
+    cert = _certificate(tmp_path, "localhost")
+    other = _certificate(tmp_path, "other.example")
+    monkeypatch.setenv("SSL_CERT_FILE", cert[0])  # trust the test's own certificate only
+    good, wrong = Receiver(tls=cert).start(), Receiver(tls=other).start()
+    try:
+        good.secret = subscription_create(url=good.url(host="localhost"), events=["handoff"])[1]
+        wrong.secret = subscription_create(url=wrong.url(host="localhost"), events=["handoff"])[1]
+        _run_with_flip_and_handoff()
+        deliveries_drain(budget_s=2.0)
+        (received,) = good.wait(1)
+        assert not received.error and received.payload["type"] == "handoff"
+        failed = Attempt.objects.get(delivery__subscription__url=wrong.url(host="localhost"))
+        assert not failed.ok and "CERTIFICATE_VERIFY_FAILED" in failed.error
+        assert wrong.received == []
+    finally:
+        good.stop()
+        wrong.stop()
