@@ -22,4 +22,7 @@ FIGURES: tuple[str, ...] = (
     "B10",
     "B11",
     "B12",
+    "B13.ingest",
+    "B13.latency",
+    "B13.outage",
 )

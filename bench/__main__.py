@@ -388,6 +388,12 @@ class Bench:
 
         scale.figures(self, Figure)
 
+    def webhooks(self) -> None:
+        """B13: webhooks beside ingest (bench/webhooks.py)."""
+        from bench import webhooks
+
+        webhooks.figures(self, Figure)
+
     # -- live servers ---------------------------------------------------------------------------
     def live(self) -> None:
         redis_figures = ("B4.B1", "B4.B2.http", "B4.B2.ws", "B4.B3")
@@ -725,6 +731,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.impact,
         ]
         steps.append(bench.scale)
+        steps.append(bench.webhooks)
         for step in steps:
             step()
     finally:

@@ -42,6 +42,7 @@ from contextadmin.selectors import (
     workflow_has_definitions,
     workflow_head,
 )
+from contextadmin.signals import version_published
 
 
 class ImportRefused(Exception):
@@ -162,6 +163,7 @@ def _publish(*, workflow: Workflow, version: WorkflowVersion) -> None:
     version.save(update_fields=["published_at"])
     workflow.published_version = version
     Workflow.objects.filter(pk=workflow.pk).update(published_version=version)
+    version_published.send(sender=WorkflowVersion, workflow=workflow, version=version)
 
 
 @transaction.atomic

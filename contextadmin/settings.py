@@ -67,6 +67,15 @@ env = ServerEnv(
     API_RATE_LIMIT_PER_MINUTE=(int, 60_000),
     RUNS_STALE_AFTER_S=(int, 300),
     RUNS_RETENTION_DAYS=(int, 30),
+    WEBHOOKS_ALLOW_HTTP=(bool, False),
+    WEBHOOKS_ALLOW_PRIVATE=(bool, False),
+    WEBHOOKS_CONNECT_TIMEOUT_S=(float, 5.0),
+    WEBHOOKS_READ_TIMEOUT_S=(float, 10.0),
+    WEBHOOKS_BACKOFF_BASE_S=(float, 5.0),
+    WEBHOOKS_RETRY_FOR_S=(float, 86_400.0),
+    WEBHOOKS_TICK_S=(float, 10.0),
+    WEBHOOKS_DISABLE_AFTER_DAYS=(int, 5),
+    WEBHOOKS_SITE_URL=(str, "http://127.0.0.1:8000"),
 )
 
 DEBUG = env("DJANGO_DEBUG")
@@ -94,6 +103,9 @@ INSTALLED_APPS = [
     "reversion",
     "contextadmin",
     "runs",
+    "runs.webhooks",  # before django_tasks_db: its db_worker keeps the periodic tick scheduled
+    "django_tasks",
+    "django_tasks_db",
 ]
 
 MIDDLEWARE = [
@@ -244,6 +256,19 @@ API_RATE_LIMIT_PER_MINUTE = env("API_RATE_LIMIT_PER_MINUTE")
 # prune_runs deletes ended runs older than this many days unless --older-than says otherwise.
 RUNS_STALE_AFTER_S = env("RUNS_STALE_AFTER_S")
 RUNS_RETENTION_DAYS = env("RUNS_RETENTION_DAYS")
+
+# Webhooks (docs/webhooks.md): sent by `manage.py db_worker` processes (django-tasks with its
+# database backend: the task queue is a table of the same database, no new server).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+WEBHOOKS_ALLOW_HTTP = env("WEBHOOKS_ALLOW_HTTP")  # plain http:// URLs (https only by default)
+WEBHOOKS_ALLOW_PRIVATE = env("WEBHOOKS_ALLOW_PRIVATE")  # loopback, private, link-local targets
+WEBHOOKS_CONNECT_TIMEOUT_S = env("WEBHOOKS_CONNECT_TIMEOUT_S")
+WEBHOOKS_READ_TIMEOUT_S = env("WEBHOOKS_READ_TIMEOUT_S")
+WEBHOOKS_BACKOFF_BASE_S = env("WEBHOOKS_BACKOFF_BASE_S")  # first retry's delay; x4 each time
+WEBHOOKS_RETRY_FOR_S = env("WEBHOOKS_RETRY_FOR_S")  # then the delivery is failed
+WEBHOOKS_TICK_S = env("WEBHOOKS_TICK_S")  # the periodic task: stale runs, missed deliveries
+WEBHOOKS_DISABLE_AFTER_DAYS = env("WEBHOOKS_DISABLE_AFTER_DAYS")  # failing this long: off
+WEBHOOKS_SITE_URL = env("WEBHOOKS_SITE_URL").rstrip("/")  # payload links to run pages
 
 # The context engine's inputs (seed 000 "Runtime Loading").
 ENVIRONMENT = env("ENVIRONMENT")

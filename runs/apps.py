@@ -13,7 +13,10 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         # Needs the app registry (it reads the models), so imported here, as Django documents.
         from runs.selectors import recorded_runs, workflow_runs_by_version
+        from runs.services.broadcast import run_events_committed
+        from runs.signals import events_committed
 
         connection_created.connect(sqlite_wal_hold, dispatch_uid="runs.db.sqlite_wal_hold")
+        events_committed.connect(run_events_committed, dispatch_uid="runs.broadcast")
         run_source_register(recorded_runs)  # contextadmin.impact replays the recorded runs
         runs_by_version_register(workflow_runs_by_version)  # the workflow page lists them

@@ -20,8 +20,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from contextadmin.errors import ApiError
 from runs.db import pool_sync_to_async
-from runs.errors import ApiError
 from runs.models import ApiToken
 from runs.services import ingest
 from runs.services.broadcast import broadcasts_collected, broadcasts_send

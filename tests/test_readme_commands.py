@@ -44,6 +44,13 @@ def readme_command(name: str) -> str:
     return block.replace("\\\n", " ").strip()
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def port_open(port: int) -> bool:
     import socket
 
@@ -107,6 +114,8 @@ def test_scripts_run_serves_the_front_page_and_stops_everything(tmp_path, how):
         assert (f"MONGODB_URI=mongodb://127.0.0.1:{mongo_port} .venv/bin/python manage.py "
                 f"demo_ag2 --url http://127.0.0.1:{port}") in log
         assert "imported workflow GeneratorChat" in log  # the demo with hand-offs
+        assert "run: webhooks worker started (manage.py db_worker" in log
+        assert any("db_worker" in _cmdline(pid) for pid in pids_in_group(script.pid))
         if how == "ctrl-c":  # the README's second-terminal commands, on this (not 8000) port
             demo = subprocess.run(
                 ["bash", "-c", readme_command("demo_ag2")],

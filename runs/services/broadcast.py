@@ -125,12 +125,11 @@ def run_started_broadcast(run: Run) -> None:
     transaction.on_commit(lambda: _sends_dispatch([run_message(run)]))
 
 
-def run_events_broadcast(run: Run, messages: list[tuple[int, str]], *, flags: list[str]) -> None:
-    """After commit, send a batch's event messages to the run's inspectors (one group message)
-    and the run's new summary, with the ``flags`` now on, to the runs list."""
+def run_events_committed(
+    sender: Any, *, run: Run, messages: list[tuple[int, str]], flags: list[str], **kwargs: Any
+) -> None:
+    """Receive ``runs.signals.events_committed``: send a batch's event messages to the run's
+    inspectors (one group message) and the run's new summary, with the ``flags`` now on, to the
+    runs list."""
     group_message = {"type": "run.events", "items": messages}
-    transaction.on_commit(
-        lambda: _sends_dispatch(
-            [(run_group(run.pk), group_message), run_message(run, flags=flags)]
-        )
-    )
+    _sends_dispatch([(run_group(run.pk), group_message), run_message(run, flags=flags)])

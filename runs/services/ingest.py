@@ -1,4 +1,4 @@
-"""Ingest: append a batch of events to a run's log, derive its flips, commit, broadcast.
+"""Ingest: append a batch of events to a run's log, derive its flips, commit; then the hook.
 
 One transaction per batch: the whole batch is stored or none of it. The run's row is locked
 for the batch, so one run's batches apply one after another, in seq order.
@@ -12,6 +12,9 @@ hold up to about 1 MB): only when the batch flipped a flag, changed the run's st
 a snapshot seq, or STATE_WRITE_EVERY events after the last write. Between writes the state is
 the stored one plus the log after it (``selectors.run_state_rebuilt``), which this process
 keeps live in its cache (``caches.live_state_take``).
+
+Each batch that stored events sends ``runs.signals.events_stored`` inside the transaction and
+``events_committed`` after it (the broadcast and the webhooks receive them).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NoReturn
 
 import orjson
@@ -35,12 +39,12 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from contextadmin.errors import ApiError, BadRequest, Conflict
 from runs import selectors
-from runs.errors import ApiError, BadRequest, Conflict
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
-from runs.services.broadcast import run_events_broadcast
 from runs.services.caches import LiveState, live_state_keep, live_state_take, run_config
 from runs.services.tokens import token_sees_workflow
+from runs.signals import events_committed_send, events_stored
 
 logger = logging.getLogger(__name__)
 
@@ -214,8 +218,19 @@ def _batches_store(applied: list[tuple[Run, _Batch]]) -> None:
         Run.objects.filter(pk__in=ids).update(
             last_seq=F("last_seq") + events, flip_count=F("flip_count") + flips
         )
-    for run, batch in applied:
-        run_events_broadcast(run, batch.messages, flags=batch.flags)
+    for run, batch in applied:  # the hook after commit (runs.signals): broadcast, webhooks
+        events_stored.send(sender=Run, run=run, events=batch.events, flips=batch.flips)
+        transaction.on_commit(
+            partial(
+                events_committed_send,
+                sender=Run,
+                run=run,
+                events=batch.events,
+                flips=batch.flips,
+                messages=batch.messages,
+                flags=batch.flags,
+            )
+        )
 
 
 def _live_state(run: Run) -> LiveState:

@@ -38,6 +38,7 @@ from runs.services.broadcast import run_started_broadcast
 from runs.services.caches import mongo_client_get
 from runs.services.run_pinning import definitions_check, definitions_pin, runtime_check
 from runs.services.tokens import token_check_workflow
+from runs.signals import run_stored
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ def run_start(
                 token=token,
             )
             RunSnapshot.objects.create(run=run, seq=0, state=run.state)
+            run_stored.send(sender=Run, run=run)  # the webhooks' outbox (runs.signals)
             run_started_broadcast(run)
     except IntegrityError:
         # A concurrent start with the same run_id won the race: answer as for a retry.

@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from runs import selectors
+from runs.webhooks import selectors as webhook_selectors
 
 FAVICON = (settings.BASE_DIR / "static" / "inspector" / "favicon.svg").read_bytes()
 
@@ -41,6 +42,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "server_url": request.build_absolute_uri("/").rstrip("/"),
             "demo_env": _demo_mongo_env(settings.MONGODB_URI),
             "stale_after_s": selectors.run_stale_after_s(),
+            "webhooks_off": list(webhook_selectors.subscriptions_switched_off()),
         },
     )
 

@@ -11,6 +11,8 @@ from channels.testing import WebsocketCommunicator
 from contextadmin.asgi import application
 from runs.models import RunEvent
 from runs.services import ingest, lifecycle, tokens
+from runs.services.broadcast import run_events_committed
+from runs.signals import events_committed
 from tests.support.demo import demo_config, demo_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -93,12 +95,11 @@ async def test_a_dropped_group_message_is_refilled_from_the_log():
     await comm.connect()
     await receive(comm)
     # Store two events without broadcasting them (the layer "lost" them), then a third live one.
-    original = ingest.run_events_broadcast
-    ingest.run_events_broadcast = lambda run, messages, **kwargs: None
+    events_committed.disconnect(dispatch_uid="runs.broadcast")
     try:
         await post(run_id, demo_events()[:2])
     finally:
-        ingest.run_events_broadcast = original
+        events_committed.connect(run_events_committed, dispatch_uid="runs.broadcast")
     await post(run_id, demo_events()[2:3])
     assert [(await receive(comm))["seq"] for _ in range(3)] == [1, 2, 3]
     assert await comm.receive_nothing(timeout=0.2)

@@ -1,6 +1,6 @@
 """The context engine: pure Python (no Django), embeddable in any agent runtime.
 
-See docs/engine.md. The public API is re-exported here; DESIGN.md §5 is its contract.
+See docs/engine.md. The public API is re-exported here; docs/engine.md's *API* is its contract.
 """
 
 from .conditions import (

@@ -1,5 +1,5 @@
 """Derived variables: boolean flags flipped by observed run events (seed 000 "Derived Variable
-Engine", DESIGN.md §4).
+Engine", docs/engine.md *Decisions*).
 
 A variable flips to true when *any* of its triggers matches; a trigger matches when *all* its
 predicates hold. Flips are idempotent: a flag that is already true stays true and records no

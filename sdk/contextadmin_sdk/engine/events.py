@@ -1,4 +1,4 @@
-"""Run events (DESIGN.md §6): their shape, and the problems of a malformed one.
+"""Run events (docs/api.md): their shape, and the problems of a malformed one.
 
 An event is a mapping: ``{"type": "agent_text"|"tool_response"|"context_set"|"run_status"|
 "handoff"|"warning", "agent"?, "text"?, "tool"?, "status"?, "data"?, "name"?, "value"?,

@@ -1,6 +1,6 @@
 """The ``context_variables.json`` format: the one definition of it (pydantic v2, no Django).
 
-Seed 000 "Configuration Shape" plus DESIGN.md §3. The admin's validation, the importer, the
+Seed 000 "Configuration Shape" plus docs/format.md. The admin's validation, the importer, the
 exporter, the engine and the JSON Schema all come from here, so no rule is written twice.
 
 Entry points:
@@ -145,7 +145,7 @@ ENVIRONMENTS: tuple[str, ...] = ("development", "production")
 NAME_PATTERN = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$"
 ENV_VAR_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
 # The minimal base context's two baked-in flags (seed 000 step 1), and the env vars they read.
-# Only an environment variable may take one of these names (DESIGN.md §3).
+# Only an environment variable may take one of these names (docs/format.md).
 BASE_FLAGS: dict[str, str] = {
     "context_aware": "CONTEXT_AWARE",
     "monetization_enabled": "MONETIZATION_ENABLED",
@@ -212,6 +212,15 @@ SERVER_ENV_VARS: frozenset[str] = frozenset({
     "REDIS_URL",
     "RUNS_RETENTION_DAYS",
     "RUNS_STALE_AFTER_S",
+    "WEBHOOKS_ALLOW_HTTP",
+    "WEBHOOKS_ALLOW_PRIVATE",
+    "WEBHOOKS_BACKOFF_BASE_S",
+    "WEBHOOKS_CONNECT_TIMEOUT_S",
+    "WEBHOOKS_DISABLE_AFTER_DAYS",
+    "WEBHOOKS_READ_TIMEOUT_S",
+    "WEBHOOKS_RETRY_FOR_S",
+    "WEBHOOKS_SITE_URL",
+    "WEBHOOKS_TICK_S",
 })
 # Credential-shaped env var names. Substrings for words that never occur by accident
 # (SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL, PRIVATE); whole ``_``-separated words for short
@@ -650,7 +659,7 @@ class DerivedVariable(_Model):
 
 
 class Handoff(_Model):
-    """A conditional hand-off between two agents; ``condition`` follows DESIGN.md §4."""
+    """A conditional hand-off between two agents; ``condition`` follows docs/format.md."""
 
     source_agent: Identifier
     target_agent: Identifier
@@ -722,7 +731,7 @@ class OutputMapping(_Model):
 
 
 class ExportVersion(_Model):
-    """The version an export was taken from, written by the server's export (DESIGN.md §3).
+    """The version an export was taken from, written by the server's export (docs/format.md).
 
     The loader ignores it; a runtime sends it at run start so the run is pinned to what it ran
     with. ``digest`` is ``export_digest`` of the export without this key.

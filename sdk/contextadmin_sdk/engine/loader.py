@@ -4,7 +4,7 @@ Every variable ends with a provenance entry ``{"category", "source", "status", "
 nothing is dropped silently: production-suppressed environment flags, schema-gated database
 variables and failed look-ups are all visible, with the reason.
 
-Decisions (DESIGN.md §4, documented in docs/engine.md):
+Decisions (documented in docs/engine.md, *Decisions*):
 - an unset environment variable takes its ``default`` (status ``default``); without one a
   boolean is ``False`` (status ``default``, seed 000: "treat absence as a safe default (usually
   false)") and any other type is left out of ``values`` (status ``unresolved``);
@@ -145,7 +145,7 @@ def coerce_env(raw: str, type_: str) -> tuple[bool, Any]:
 
     Unparsable, too long (``ENV_VALUE_MAX_CHARS``; ``ENV_NUMBER_MAX_CHARS`` for numbers), outside
     signed 64 bits, or text no database can store: (False, None), and the caller falls back to
-    the declared default with a warning (DESIGN.md §4).
+    the declared default with a warning (docs/engine.md, *Decisions*).
     """
     if not isinstance(raw, str):
         return False, None

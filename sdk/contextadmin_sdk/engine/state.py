@@ -1,4 +1,4 @@
-"""A run's state as a pure fold over its event log (seed 004 namespaces, DESIGN.md §4 and §6).
+"""A run's state as a pure fold over its event log (seed 004 namespaces, docs/api.md).
 
 Five namespaces addressed by dot paths (``STATE_NAMESPACES``): ``context`` (the variables),
 ``nodes`` (each agent's last text and each tool's last response, for ``{{node.field}}``
@@ -10,7 +10,7 @@ responds (``outputs.py``; ``writes`` says which tool wrote each path, at which s
 ``{{agent.…}}`` and ``{{world.…}}`` templates (``RunState.resolve``). No clock and no
 randomness: replaying a run's events rebuilds exactly the live state.
 
-A run knows its environment (DESIGN.md §4): in production no environment variable or base flag
+A run knows its environment (docs/engine.md): in production no environment variable or base flag
 is ever in its context, neither from the base context (dropped at construction) nor from a
 ``context_set`` (refused). ``context_set`` may only set a database variable, an environment
 variable outside production, or a derived flag (a boolean: an explicit set, recorded as a flip
@@ -18,7 +18,7 @@ naming the tool or agent) to a value of its declared type (``writes.context_set_
 ``warning`` event (a change the chat made that the run refused) changes no variable: it is
 counted in ``execution.warnings``.
 
-The run lifecycle (DESIGN.md §4) is ``RUN_TRANSITIONS``, checked by ``run_status_problem``: a
+The run lifecycle (docs/engine.md) is ``RUN_TRANSITIONS``, checked by ``run_status_problem``: a
 run is ``running`` or ``paused`` (either way, any number of times) until a ``run_status`` of
 ``completed``, ``failed`` or ``cancelled`` ends it; an ended run takes no event at all
 (``RunEnded``) and is never reopened.

@@ -1,4 +1,4 @@
-"""The one rule for run-time writes (DESIGN.md §4, docs/engine.md "context_set"), and how an
+"""The one rule for run-time writes (docs/engine.md "context_set"), and how an
 explicit set of a derived flag is recorded.
 
 ``context_set_refusal`` says which rule refuses a ``context_set`` (the ``rule`` a ``warning``
@@ -50,7 +50,7 @@ def context_set_refusal(
 ) -> Refusal | None:
     """Say which rule refuses a ``context_set`` of ``name`` to ``value`` (None when it may apply).
 
-    The one rule for run-time writes (DESIGN.md §4, docs/engine.md "context_set"): never the
+    The one rule for run-time writes (docs/engine.md "context_set"): never the
     base (``enterprise_id``, ``workflow_name``, the base flags), never a declarative constant,
     never an undeclared name, never an environment variable in production; a derived flag only
     to a boolean (an explicit set, recorded as a flip); otherwise only a value of the declared

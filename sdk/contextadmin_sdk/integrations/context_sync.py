@@ -1,4 +1,4 @@
-"""Compare a chat's own context with the run's state: what the adapters report (DESIGN.md §4).
+"""Compare a chat's own context with the run's state: what the adapters report (docs/ag2.md).
 
 Both AG2 adapters (``contextadmin_sdk.integrations.autogen`` for AG2 Classic,
 ``contextadmin_sdk.integrations.ag2`` for

@@ -1,4 +1,4 @@
-"""Hand-off conditions: seed 000 "Handoff Routing Constraints" and DESIGN.md §4."""
+"""Hand-off conditions: seed 000 "Handoff Routing Constraints" and docs/format.md."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_valid_conditions(expr: str, names: tuple[str, ...]) -> None:
         pytest.param("len(${items})", "functions are not allowed", id="function"),
         pytest.param("${a} and ${b} and ${c}", 'at most one "and"', id="two-ands"),
         pytest.param("${a} and", 'expected ${name} on both sides of "and"', id="dangling-and"),
-        # Only the strict form: AG2's ContextExpression refuses each of these (DESIGN.md §4).
+        # Only the strict form: AG2's ContextExpression refuses each of these.
         pytest.param("  ${a_flag}", "no spaces or line breaks before or after", id="padded"),
         pytest.param("${a_flag}\n", "no spaces or line breaks before or after", id="newline"),
         pytest.param("${ a_flag }", "no spaces inside ${}: write ${a_flag}", id="spaces-inside"),

@@ -1,4 +1,4 @@
-"""DerivedContextManager: seed 000 "Derived Variable Engine", seed 001, DESIGN.md §3-§4."""
+"""DerivedContextManager: seed 000 "Derived Variable Engine", seed 001, docs/engine.md."""
 
 from __future__ import annotations
 

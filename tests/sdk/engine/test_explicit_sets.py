@@ -1,5 +1,5 @@
 """Derived flags set explicitly (seed 000: "a tool that writes a derived variable explicitly")
-and ``warning`` events (nothing the chat changes is dropped silently), DESIGN.md §4."""
+and ``warning`` events (nothing the chat changes is dropped silently)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The export's ``version`` key (DESIGN.md §3): the digest of the definitions without the key,
+"""The export's ``version`` key (docs/format.md): the digest of the definitions without the key,
 stable whatever the text the definitions hold; the loader ignores the key (a property over
 hostile but valid documents)."""
 

@@ -1,4 +1,4 @@
-"""build_context: seed 000 "Runtime Loading" steps 1-7 with the DESIGN.md §4 decisions."""
+"""build_context: seed 000 "Runtime Loading" steps 1-7 with docs/engine.md's *Decisions*."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RunState (seed 004 namespaces), event validation, snapshots and replay (DESIGN.md §4, §6)."""
+"""RunState (seed 004 namespaces), event validation, snapshots and replay (docs/api.md)."""
 
 from __future__ import annotations
 

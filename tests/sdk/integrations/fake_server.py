@@ -1,4 +1,4 @@
-"""A stand-in for the run API (DESIGN.md §6) on loopback, for reporter faults: slow answers,
+"""A stand-in for the run API (docs/api.md) on loopback, for reporter faults: slow answers,
 error statuses, going down and coming back on the same port. Events are checked for contiguous
 seqs like the real server; duplicates (a re-sent batch) are acknowledged again."""
 

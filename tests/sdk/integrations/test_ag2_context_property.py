@@ -1,4 +1,4 @@
-"""Nothing the chat changes is dropped silently (DESIGN.md §4), as a property of a real AG2
+"""Nothing the chat changes is dropped silently, as a property of a real AG2
 Classic chat reporting to a live Daphne: tools set random declared variables (all four
 categories, the base included) to random values; after every turn each declared variable in the
 chat's own context equals the server's state for the run (read through the state API), or a

@@ -1,5 +1,5 @@
 """A tool that writes a derived flag (seed 000), and changes the run refuses, on real AG2 Classic
-chats with scripted agents: what the chat routes on, the adapter reports (DESIGN.md §4)."""
+chats with scripted agents: what the chat routes on, the adapter reports."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN.md §4: a condition the engine accepts is a ContextExpression AG2 accepts, and both
+"""docs/format.md: a condition the engine accepts is a ContextExpression AG2 accepts, and both
 evaluate it the same way (issue 13 item 7). Skipped without the ag2 extra (conftest)."""
 
 from __future__ import annotations

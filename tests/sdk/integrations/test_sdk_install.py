@@ -5,6 +5,7 @@ against a live server and its run ends completed there, recorded as an AG2 1.x r
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,11 +27,13 @@ def _run(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def sdk_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv with the SDK and AG2 1.x installed from this checkout, nothing else."""
-    venv = tmp_path_factory.mktemp("sdk-venv") / "venv"
+    root = tmp_path_factory.mktemp("sdk-venv")
+    source = shutil.copytree(PROJECT / "sdk", root / "sdk")  # a build writes into its source
+    venv = root / "venv"
     created = _run([sys.executable, "-m", "venv", str(venv)], timeout=120)
     assert created.returncode == 0, created.stderr
     installed = _run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{PROJECT / 'sdk'}[ag2]"],
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{source}[ag2]"],
         timeout=600,
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr

@@ -1,5 +1,5 @@
 """The AG2 session: seed the pattern's ContextVariables, flip from the chat's events, route
-hand-offs, report the run (DESIGN.md §5, issue 13).
+hand-offs, report the run (docs/ag2.md).
 
 How the pieces fit:
 

@@ -1,0 +1,263 @@
+"""Sending the outbox: attempts, retries, order.
+
+Deliveries go out in order per lane (a run, or a workflow's versions) and subscription: only
+the oldest pending delivery of a lane is sent, so a later event waits while an earlier one is
+retrying. A worker claims that delivery with a lease (one conditional UPDATE, on SQLite and
+PostgreSQL alike); a worker killed mid-request leaves the lease to expire, and the next drain
+sends the same delivery again, with the same webhook-id (at least once).
+
+Retries: a network error, a timeout, 429 or a 5xx is retried after an exponential backoff
+with jitter (WEBHOOKS_BACKOFF_BASE_S, x4 a time, at most 6 hours apart), or after the answer's
+``Retry-After``; past WEBHOOKS_RETRY_FOR_S since the event the delivery is failed. Any other
+answer below 200 or from 300 is failed at once; a refused URL or address too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Min
+from django.utils import timezone
+from django_tasks import task
+
+from runs.webhooks.models import Attempt, Delivery, Subscription
+from runs.webhooks.services import sending
+from runs.webhooks.services.payloads import body_render, headers_signed, message_id_new
+
+logger = logging.getLogger(__name__)
+
+BACKOFF_FACTOR = 4
+BACKOFF_MAX_S = 6 * 3600
+LEASE_FACTOR = 2  # a lease lasts twice the request's own timeouts
+DRAIN_BUDGET_S = 30.0  # one task sends for at most this long, then hands over to the next
+
+
+def backoff_s(attempts: int) -> float:
+    """The delay before retry number ``attempts`` (1, 2, ...): exponential, with jitter."""
+    base = settings.WEBHOOKS_BACKOFF_BASE_S * BACKOFF_FACTOR ** max(0, attempts - 1)
+    return min(base, BACKOFF_MAX_S) * random.uniform(0.8, 1.2)
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, (when - timezone.now()).total_seconds())
+
+
+@task()
+def deliveries_send() -> int:
+    """The task a worker runs: send what is due (enqueued with the deliveries it sends)."""
+    return deliveries_drain()
+
+
+def deliveries_kick(*, at: dt.datetime | None = None) -> None:
+    """Enqueue ``deliveries_send`` (now, or at ``at``) in the caller's transaction."""
+    (deliveries_send.using(run_after=at) if at is not None else deliveries_send).enqueue()
+
+
+def lane_heads(*, now: dt.datetime) -> list[Delivery]:
+    """The oldest pending delivery of each lane of each enabled subscription, if due and
+    not leased."""
+    heads = (
+        Delivery.objects.filter(status=Delivery.Status.PENDING, subscription__enabled=True)
+        .values("subscription_id", "lane")
+        .annotate(head=Min("id"))
+        .values_list("head", flat=True)
+    )
+    due = Delivery.objects.filter(pk__in=list(heads), next_attempt_at__lte=now).select_related(
+        "subscription"
+    )
+    return [d for d in due.order_by("pk") if d.lease_until is None or d.lease_until <= now]
+
+
+def _claim(delivery: Delivery, *, now: dt.datetime) -> bool:
+    """Lease the delivery for this worker; False when another worker holds it."""
+    lease = settings.WEBHOOKS_CONNECT_TIMEOUT_S + settings.WEBHOOKS_READ_TIMEOUT_S
+    until = now + dt.timedelta(seconds=lease * LEASE_FACTOR)
+    claimed = (
+        Delivery.objects.filter(pk=delivery.pk, status=Delivery.Status.PENDING)
+        .filter(lease_until__isnull=True)
+        .update(lease_until=until)
+        or Delivery.objects.filter(
+            pk=delivery.pk, status=Delivery.Status.PENDING, lease_until__lte=now
+        ).update(lease_until=until)
+    )
+    return bool(claimed)
+
+
+def deliveries_drain(*, budget_s: float = DRAIN_BUDGET_S) -> int:
+    """Send every due lane head, again and again until none is due or the budget is spent.
+    Returns how many attempts were made."""
+    started = time.monotonic()
+    attempts = 0
+    while time.monotonic() - started < budget_s:
+        now = timezone.now()
+        heads = lane_heads(now=now)
+        sent = 0
+        for delivery in heads:
+            if time.monotonic() - started >= budget_s:
+                break
+            if _claim(delivery, now=timezone.now()):
+                delivery_attempt(delivery=delivery)
+                sent += 1
+        attempts += sent
+        if not sent:
+            return attempts
+    deliveries_kick()  # more is due: the next task goes on
+    return attempts
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    retry: bool
+    status_code: int | None = None
+    response: str = ""
+    error: str = ""
+    latency_ms: int = 0
+    wait_s: float | None = None
+
+
+def _send(delivery: Delivery) -> Outcome:
+    subscription = delivery.subscription
+    body = body_render(delivery.payload, format=subscription.format)
+    headers = headers_signed(
+        secret=subscription.secret, message_id=delivery.message_id, body=body
+    )
+    started = time.monotonic()
+    try:
+        answer = sending.post(url=subscription.url, body=body, headers=headers)
+    except (sending.SendRefused, sending.SendFailed) as exc:
+        return Outcome(
+            ok=False,
+            retry=isinstance(exc, sending.SendFailed),
+            error=str(exc)[:300],
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+    text = answer.body.decode("utf-8", errors="replace")[:500]
+    status = answer.status
+    return Outcome(
+        ok=200 <= status < 300,
+        retry=status == 429 or status >= 500,
+        status_code=status,
+        response=text,
+        latency_ms=answer.latency_ms,
+        wait_s=retry_after_s(answer.retry_after) if status in (429, 503) else None,
+        error="" if 200 <= status < 300 else f"HTTP {status}",
+    )
+
+
+def delivery_attempt(*, delivery: Delivery) -> Attempt:
+    """Send a claimed delivery once; record the attempt; schedule a retry or finish it."""
+    outcome = _send(delivery)
+    now = timezone.now()
+    attempt = Attempt.objects.create(
+        delivery=delivery,
+        status_code=outcome.status_code,
+        latency_ms=outcome.latency_ms,
+        response=outcome.response,
+        error=outcome.error,
+        ok=outcome.ok,
+    )
+    delivery.attempts += 1
+    delivery.lease_until = None
+    delivery.last_error = outcome.error
+    if outcome.ok:
+        delivery.status = Delivery.Status.DELIVERED
+        delivery.finished_at = now
+    elif outcome.retry:
+        wait = outcome.wait_s if outcome.wait_s is not None else backoff_s(delivery.attempts)
+        retry_at = now + dt.timedelta(seconds=wait)
+        give_up_at = delivery.created_at + dt.timedelta(seconds=settings.WEBHOOKS_RETRY_FOR_S)
+        if retry_at > give_up_at:
+            delivery.status = Delivery.Status.FAILED
+            delivery.finished_at = now
+            delivery.last_error = f"{outcome.error}; gave up after {delivery.attempts} attempts"
+        else:
+            delivery.next_attempt_at = retry_at
+            deliveries_kick(at=retry_at)
+    else:
+        delivery.status = Delivery.Status.FAILED
+        delivery.finished_at = now
+    delivery.save(
+        update_fields=[
+            "attempts", "lease_until", "last_error", "status", "finished_at", "next_attempt_at"
+        ]
+    )
+    _subscription_health(delivery.subscription, ok=outcome.ok, now=now)
+    if not outcome.ok:
+        logger.info(
+            "webhook %s to subscription %s: %s", delivery.message_id,
+            delivery.subscription_id, outcome.error,
+        )
+    return attempt
+
+
+def _subscription_health(subscription: Subscription, *, ok: bool, now: dt.datetime) -> None:
+    """Track how long the subscription has been failing (cleared by a success)."""
+    if ok and subscription.failing_since is not None:
+        Subscription.objects.filter(pk=subscription.pk).update(failing_since=None)
+    elif not ok:
+        Subscription.objects.filter(pk=subscription.pk, failing_since__isnull=True).update(
+            failing_since=now
+        )
+
+
+def subscriptions_failing_disable(*, now: dt.datetime | None = None) -> int:
+    """Switch off subscriptions failing for WEBHOOKS_DISABLE_AFTER_DAYS days in a row."""
+    now = now or timezone.now()
+    days = settings.WEBHOOKS_DISABLE_AFTER_DAYS
+    cutoff = now - dt.timedelta(days=days)
+    return Subscription.objects.filter(enabled=True, failing_since__lte=cutoff).update(
+        enabled=False,
+        disabled_reason=f"switched off: every delivery failed for {days} days in a row",
+    )
+
+
+def delivery_redeliver(*, delivery: Delivery) -> Delivery:
+    """Send a delivery again (same webhook-id), now, whatever became of it."""
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=Delivery.Status.PENDING,
+        next_attempt_at=timezone.now(),
+        created_at=timezone.now(),  # a new retry window
+        finished_at=None,
+        lease_until=None,
+    )
+    deliveries_kick()
+    delivery.refresh_from_db()
+    return delivery
+
+
+def subscription_test_send(*, subscription: Subscription) -> Delivery:
+    """Queue a test event for the subscription (its own lane: it waits for nothing)."""
+    payload = {
+        "type": "test",
+        "timestamp": timezone.now().isoformat(timespec="milliseconds"),
+        "data": {"event": "test", "text": "a test event from contextadmin", "url": None},
+    }
+    delivery = Delivery.objects.create(
+        subscription=subscription,
+        lane=f"test:{message_id_new()}",
+        event="test",
+        message_id=message_id_new(),
+        payload=payload,
+        next_attempt_at=timezone.now(),
+    )
+    deliveries_kick()
+    return delivery

@@ -1,0 +1,102 @@
+"""One webhook request, safe by default.
+
+The host is resolved here, at send time, every address checked (loopback, private,
+link-local and other non-global ranges are refused unless ``WEBHOOKS_ALLOW_PRIVATE``), and the
+connection made to the checked address itself: a DNS answer that changes between the check
+and the connect (rebinding) cannot redirect it. TLS is verified against the URL's host name.
+Connect and read timeouts; redirects are not followed (a 3xx is an answer like any other);
+the response body is read up to ``RESPONSE_KEEP_BYTES``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from runs.webhooks.services.subscriptions import address_private, url_problem
+
+RESPONSE_KEEP_BYTES = 500
+USER_AGENT = "contextadmin-webhooks/1"
+
+
+class SendRefused(Exception):
+    """The URL may not be sent to (scheme, or an address it resolves to): never retried."""
+
+
+class SendFailed(Exception):
+    """The request did not get an answer (network error, timeout): retried."""
+
+
+@dataclass
+class Answer:
+    status: int
+    body: bytes  # at most RESPONSE_KEEP_BYTES
+    retry_after: str | None
+    latency_ms: int
+
+
+def address_resolve(host: str, port: int) -> str:
+    """Resolve ``host`` and return the address to connect to; refuse a private one."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise SendFailed(f"cannot resolve {host}: {exc}") from None
+    addresses = [info[4][0] for info in infos]
+    if not settings.WEBHOOKS_ALLOW_PRIVATE:
+        for address in addresses:
+            if address_private(ipaddress.ip_address(address.split("%")[0])):
+                raise SendRefused(
+                    f"{host} resolves to {address}, a loopback or private address "
+                    "(allowed with WEBHOOKS_ALLOW_PRIVATE=1)"
+                )
+    if not addresses:
+        raise SendFailed(f"{host} has no address")
+    return addresses[0]
+
+
+def post(*, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+    """POST ``body`` to ``url``; return the answer or raise SendRefused / SendFailed."""
+    problem = url_problem(url)
+    if problem:
+        raise SendRefused(f"url: {problem}")
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    address = address_resolve(host, port)
+    started = time.monotonic()
+    try:
+        sock = socket.create_connection(
+            (address, port), timeout=settings.WEBHOOKS_CONNECT_TIMEOUT_S
+        )
+    except OSError as exc:
+        raise SendFailed(f"cannot connect to {host}:{port}: {exc}") from None
+    try:
+        sock.settimeout(settings.WEBHOOKS_READ_TIMEOUT_S)
+        if parts.scheme == "https":
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        connection = http.client.HTTPConnection(host, port)
+        connection.sock = sock  # the checked address, connected above
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        connection.request(
+            "POST", path, body=body, headers={**headers, "user-agent": USER_AGENT}
+        )
+        response = connection.getresponse()
+        kept = response.read(RESPONSE_KEEP_BYTES)
+        return Answer(
+            status=response.status,
+            body=kept,
+            retry_after=response.getheader("retry-after"),
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+    except (OSError, http.client.HTTPException) as exc:
+        kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
+        raise SendFailed(f"request to {host}:{port} {kind}: {exc}") from None
+    finally:
+        sock.close()

@@ -1,0 +1,200 @@
+"""Subscriptions: checked input (each error names its field), the secret, the active set.
+
+The active set is cached per process for ``SUBSCRIPTIONS_CACHE_S`` (ingest reads it for every
+batch) and dropped at once when this process saves or deletes a subscription; another
+process's change is seen within that time.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import secrets
+import time
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from contextadmin_sdk.engine import RUN_ENDED_STATUSES
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from contextadmin.models import Workflow
+from runs.webhooks.models import EVENTS, FORMATS, Subscription
+
+SUBSCRIPTIONS_CACHE_S = 1.0
+URL_MAX_CHARS = 2000
+SECRET_BYTES = 24
+
+
+def secret_new() -> str:
+    """A Standard Webhooks signing secret: ``whsec_`` and base64 of random bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode("ascii")
+
+
+def url_problem(url: Any) -> str | None:
+    """Why ``url`` may not receive webhooks (None: it may). Addresses behind a host name are
+    checked again at send time (``sending``), where they are resolved."""
+    if not isinstance(url, str) or not url.strip():
+        return "required (an https:// URL)"
+    if len(url) > URL_MAX_CHARS:
+        return f"at most {URL_MAX_CHARS} characters"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"not a URL: {exc}"
+    schemes = ("https", "http") if settings.WEBHOOKS_ALLOW_HTTP else ("https",)
+    if parts.scheme not in schemes:
+        return "must start with https://" + (
+            "" if settings.WEBHOOKS_ALLOW_HTTP else " (http:// only with WEBHOOKS_ALLOW_HTTP=1)"
+        )
+    if not parts.hostname:
+        return "has no host"
+    if parts.username or parts.password:
+        return "must not hold a user name or password"
+    if port == 0:
+        return "port 0 is not a port"
+    if not settings.WEBHOOKS_ALLOW_PRIVATE:
+        host = parts.hostname
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            address = None
+        if host == "localhost" or host.endswith(".localhost") or (
+            address is not None and address_private(address)
+        ):
+            return (
+                f"{host} is a loopback or private address (allowed with WEBHOOKS_ALLOW_PRIVATE=1)"
+            )
+    return None
+
+
+def address_private(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether a webhook may not reach ``address``: loopback, private, link-local and the like."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not address.is_global or address.is_multicast
+
+
+def _names(value: Any, field: str) -> list[str]:
+    """A list of names from a list or a comma-separated string."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValidationError({field: "must be a list of names"})
+    return [v.strip() for v in value if v.strip()]
+
+
+def subscription_clean(
+    *,
+    url: Any,
+    events: Any,
+    flags: Any = None,
+    end_statuses: Any = None,
+    format: Any = "standard",
+) -> dict[str, Any]:
+    """Check a subscription's fields; raise ``ValidationError`` naming each bad field."""
+    errors: dict[str, str] = {}
+    problem = url_problem(url)
+    if problem:
+        errors["url"] = problem
+    try:
+        names = _names(events, "events")
+        unknown = [name for name in names if name not in EVENTS]
+        if unknown:
+            errors["events"] = f"unknown event {unknown[0]!r} (one of {', '.join(EVENTS)})"
+        elif not names:
+            errors["events"] = f"at least one of {', '.join(EVENTS)}"
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
+        names = []
+    try:
+        flag_names = _names(flags, "flags")
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
+        flag_names = []
+    try:
+        statuses = _names(end_statuses, "end_statuses")
+        wrong = [s for s in statuses if s not in RUN_ENDED_STATUSES]
+        if wrong:
+            errors["end_statuses"] = (
+                f"unknown status {wrong[0]!r} (one of {', '.join(RUN_ENDED_STATUSES)})"
+            )
+    except ValidationError as exc:
+        errors.update({k: v[0] for k, v in exc.message_dict.items()})
+        statuses = []
+    if format not in FORMATS:
+        errors["format"] = f"unknown format {format!r} (one of {', '.join(FORMATS)})"
+    if errors:
+        raise ValidationError(errors)
+    return {
+        "url": url,
+        "events": sorted(set(names), key=EVENTS.index),
+        "flags": flag_names,
+        "end_statuses": statuses,
+        "format": format,
+    }
+
+
+@transaction.atomic
+def subscription_create(
+    *,
+    url: str,
+    events: Iterable[str] | str,
+    workflow: Workflow | None = None,
+    flags: Iterable[str] | str | None = None,
+    end_statuses: Iterable[str] | str | None = None,
+    format: str = "standard",
+    enabled: bool = True,
+) -> tuple[Subscription, str]:
+    """Create a subscription; return it and its signing secret (shown once, never again)."""
+    fields = subscription_clean(
+        url=url,
+        events=list(events) if not isinstance(events, str) else events,
+        flags=list(flags) if flags is not None and not isinstance(flags, str) else flags,
+        end_statuses=(
+            list(end_statuses)
+            if end_statuses is not None and not isinstance(end_statuses, str)
+            else end_statuses
+        ),
+        format=format,
+    )
+    secret = secret_new()
+    subscription = Subscription.objects.create(
+        **fields, workflow=workflow, enabled=enabled, secret=secret
+    )
+    return subscription, secret
+
+
+def subscription_secret_rotate(*, subscription: Subscription) -> str:
+    """Give the subscription a new secret; return it (shown once). Sends from now on sign
+    with it, retries of earlier deliveries included."""
+    secret = secret_new()
+    Subscription.objects.filter(pk=subscription.pk).update(secret=secret)
+    subscription.secret = secret
+    return secret
+
+
+# -- the active set, cached for ingest ---------------------------------------------------------
+_cache: dict[str, Any] = {"at": -1e9, "subscriptions": ()}
+
+
+def subscriptions_active() -> tuple[Subscription, ...]:
+    """The enabled subscriptions (with their workflow's name), at most SUBSCRIPTIONS_CACHE_S old."""
+    now = time.monotonic()
+    if now - _cache["at"] > SUBSCRIPTIONS_CACHE_S:
+        _cache["subscriptions"] = tuple(
+            Subscription.objects.filter(enabled=True).select_related("workflow").defer("secret")
+        )
+        _cache["at"] = now
+    subscriptions: tuple[Subscription, ...] = _cache["subscriptions"]
+    return subscriptions
+
+
+def subscriptions_cache_clear(**kwargs: Any) -> None:
+    """Forget the cached active set (this process saved or deleted a subscription)."""
+    _cache["at"] = -1e9

@@ -1,0 +1,90 @@
+"""The webhooks' admin: the secret once, fields named on bad input, the buttons, the
+front page's warning."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from runs.webhooks.models import Delivery, Subscription
+from runs.webhooks.services.subscriptions import subscription_create
+
+pytestmark = pytest.mark.django_db
+ADD = "admin:webhooks_subscription_add"
+
+
+def _form(**fields) -> dict:
+    return {
+        "url": "https://hooks.example.com/x", "workflow": "", "events": ["flag_flipped"],
+        "flags": "", "format": "standard", "enabled": "on", **fields,
+    }
+
+
+def test_add_shows_the_secret_once(admin_client) -> None:
+    response = admin_client.post(reverse(ADD), _form(flags="a, b"))
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    subscription = Subscription.objects.get()
+    assert subscription.secret.startswith("whsec_")
+    assert subscription.secret in response.content.decode()
+    assert subscription.flags == ["a", "b"]
+    change = admin_client.get(reverse("admin:webhooks_subscription_change", args=[subscription.pk]))
+    assert change.status_code == 200
+    assert subscription.secret not in change.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "says"),
+    [
+        ({"url": "http://hooks.example.com/x"}, "url", "must start with https://"),
+        ({"url": "https://10.0.0.7/x"}, "url", "private"),
+        ({"events": ["nope"]}, "events", "nope"),
+        ({"end_statuses": ["done"]}, "end_statuses", "done"),
+    ],
+)
+def test_bad_input_is_refused_with_the_field_named(
+    admin_client, settings, fields, field, says
+) -> None:
+    settings.WEBHOOKS_ALLOW_HTTP = settings.WEBHOOKS_ALLOW_PRIVATE = False  # the defaults
+    response = admin_client.post(reverse(ADD), _form(**fields))
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert says in " ".join(errors[field])
+    assert not Subscription.objects.exists()
+
+
+def test_the_test_rotate_and_redeliver_buttons(admin_client) -> None:
+    subscription, secret = subscription_create(url="https://h.example/x", events=["handoff"])
+    response = admin_client.post(reverse("admin:webhooks_test", args=[subscription.pk]))
+    assert response.status_code == 302
+    delivery = Delivery.objects.get()
+    assert delivery.event == "test"
+    Delivery.objects.filter(pk=delivery.pk).update(status="failed", attempts=3)
+    page = admin_client.get(reverse("admin:webhooks_subscription_change", args=[subscription.pk]))
+    assert delivery.message_id in page.content.decode()
+    admin_client.post(reverse("admin:webhooks_redeliver", args=[delivery.pk]))
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("pending", 3)
+    rotated = admin_client.post(reverse("admin:webhooks_rotate", args=[subscription.pk]))
+    subscription.refresh_from_db()
+    assert subscription.secret != secret
+    assert subscription.secret in rotated.content.decode()
+    rotate_url = reverse("admin:webhooks_rotate", args=[subscription.pk])
+    assert admin_client.get(rotate_url).status_code == 405
+
+
+def test_the_buttons_need_staff(client) -> None:
+    subscription, _ = subscription_create(url="https://h.example/x", events=["handoff"])
+    response = client.post(reverse("admin:webhooks_test", args=[subscription.pk]))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+    assert not Delivery.objects.exists()
+
+
+def test_the_front_page_warns_of_a_switched_off_subscription(admin_client) -> None:
+    subscription, _ = subscription_create(url="https://h.example/x", events=["handoff"])
+    assert b"webhooks-off" not in admin_client.get("/").content
+    Subscription.objects.filter(pk=subscription.pk).update(
+        enabled=False, disabled_reason="switched off: every delivery failed for 5 days in a row"
+    )
+    page = admin_client.get("/").content.decode()
+    assert 'id="webhooks-off"' in page and "failed for 5 days" in page
