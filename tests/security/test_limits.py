@@ -295,7 +295,7 @@ def test_a_silent_redis_costs_one_request_its_timeout_not_every_request(settings
 
 def test_retry_after_header_reaches_the_runtime_client():
     """The runtime client retries 429 (with backoff) instead of failing the run."""
-    from contextadmin_sdk.client.reporter import RETRYABLE_STATUSES
+    from contextadmin_sdk.client.transport import RETRYABLE_STATUSES
 
     assert 429 in RETRYABLE_STATUSES
 

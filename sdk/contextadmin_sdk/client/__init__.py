@@ -1,8 +1,10 @@
 """Report a run to a contextadmin server: ``RunReporter`` (blocking, or in the background with
 a spool), the published definitions with ETag caching, and what a refused start is told."""
 
+from .background import Resumed
 from .definitions import DefinitionsError, runtime_info, sdk_version
-from .reporter import ReportError, Resumed, RunReporter
+from .reporter import RunReporter
+from .transport import ReportError
 
 __all__ = [
     "DefinitionsError", "ReportError", "Resumed", "RunReporter", "runtime_info", "sdk_version",

@@ -1,0 +1,478 @@
+"""The reporter's background mode: a bounded queue, a JSON-lines spool a crashed runtime resumes
+from, and the daemon thread that sends batches (``RunReporter(background=True)``; the module
+docstring of ``reporter`` says what it guarantees)."""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import http.client
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contextadmin_sdk.client.refusals import start_refused_message
+from contextadmin_sdk.client.transport import (
+    MAX_BATCH_BYTES,
+    RETRYABLE_STATUSES,
+    ReportError,
+    encode_record,
+    parse_retry_after,
+)
+from contextadmin_sdk.engine import RUN_ENDED_STATUSES
+
+if TYPE_CHECKING:
+    from contextadmin_sdk.client.reporter import RunReporter
+
+logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
+
+
+class Resumed:
+    """What ``RunReporter.resume`` found: the server's state and the spool's unsent events."""
+
+    def __init__(
+        self,
+        *,
+        server: dict[str, Any] | None,
+        start: dict[str, Any] | None,
+        unsent: list[dict[str, Any]],
+    ) -> None:
+        self.server = server
+        self.start = start
+        self.unsent = unsent
+
+
+class Spool:
+    def __init__(self) -> None:
+        self.start: dict[str, Any] | None = None
+        self.events: list[dict[str, Any]] = []
+
+
+def spool_read(path: Path | None) -> Spool:
+    """Read a spool file; a torn last line (the process died mid-write) is ignored."""
+    spool = Spool()
+    if path is None or not path.exists():
+        return spool
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if "start" in record:
+                spool.start = record["start"]
+            elif "event" in record:
+                event = record["event"]
+                if not spool.events or event["seq"] > spool.events[-1]["seq"]:
+                    spool.events.append(event)
+    return spool
+
+
+class BackgroundSender:
+    """The daemon thread of background mode; the caller's thread only calls ``enqueue``.
+
+    Each event is encoded once, on the caller's thread (the spool line and the request body
+    reuse the bytes). The sender waits up to ``flush_interval`` for a batch to fill, so a chat
+    costs a request per batch rather than per event, and after a failure it backs off without
+    being woken by new events (only ``flush``/``close`` cut the wait short).
+    """
+
+    def __init__(
+        self,
+        reporter: RunReporter,
+        *,
+        start_body: dict[str, Any] | None,
+        resumed: list[dict[str, Any]] | None = None,
+        spool_append: bool = False,
+    ) -> None:
+        self.reporter = reporter
+        self.run_id = reporter.run_id
+        self.start_body = start_body
+        self.queue: collections.deque[tuple[int, bytes]] = collections.deque()  # (seq, JSON)
+        self.condition = threading.Condition()
+        self.first_queued_at = 0.0
+        self.urgent = False  # flush()/close() waits: send now, no lingering
+        self.stopped = False
+        self.given_up = False
+        self.overflow_offset: int | None = None  # spool byte offset of the first overflowed event
+        self.spool_path = reporter._spool_path(self.run_id) if self.run_id else None
+        self.spool: Any = None
+        if self.spool_path is not None:
+            self.spool_path.parent.mkdir(parents=True, exist_ok=True)
+            # Unbuffered: each line is one write(2), in the OS before enqueue returns.
+            self.spool = self.spool_path.open("ab" if spool_append else "wb", buffering=0)
+            if start_body is not None and not spool_append:
+                self.spool.write(encode_record({"start": start_body}) + b"\n")
+        self.last_enqueued = reporter._next_seq - 1
+        self.ended = False  # a terminal run_status was enqueued
+        for event in resumed or []:
+            self.queue.append((event["seq"], encode_record(event)))
+            if event.get("type") == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
+                self.ended = True
+        self.outage_logged = False
+        self.started = start_body is None  # the run exists on the server (resumed: it does)
+        self.start_answered = threading.Event()  # set once the server answered the start
+        if self.started:
+            self.start_answered.set()
+        self.start_refused: str | None = None  # why the server refused the start, if it did
+        self.retry_requested = False
+        self.closed: bool | None = None  # close()'s answer, once closed
+        self.connection: http.client.HTTPConnection | None = None
+        self.path_prefix = ""
+        self.thread = threading.Thread(
+            target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
+        )
+        self.thread.start()
+
+    # -- the caller's thread ------------------------------------------------------------------
+    def enqueue(self, event: dict[str, Any]) -> int:
+        reporter = self.reporter
+        seq = reporter._next_seq
+        reporter._next_seq = seq + 1
+        event["seq"] = seq
+        self.last_enqueued = seq
+        if event.get("type") == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
+            self.ended = True
+            self.urgent = True
+        data = encode_record(event)
+        queue = self.queue
+        spool = self.spool
+        # The common path takes no lock: deque.append is atomic, only the sender pops, and only
+        # this thread starts an overflow. Blocking on the sender's lock would hand it the GIL.
+        if (
+            self.stopped
+            or self.given_up
+            or self.overflow_offset is not None
+            or (len(queue) >= reporter.capacity)
+        ):
+            with self.condition:
+                self._enqueue_rare(seq, data)
+            return seq
+        if spool is not None:
+            spool.write(b'{"event":' + data + b"}\n")
+        queue.append((seq, data))
+        size = len(queue)
+        if size == 1 or size == reporter.batch_size or self.urgent:
+            with self.condition:
+                if size == 1:
+                    self.first_queued_at = time.monotonic()
+                self.condition.notify()
+        return seq
+
+    def _enqueue_rare(self, seq: int, data: bytes) -> None:
+        """Enqueue when stopped, given up, overflowing or full (under the lock)."""
+        reporter = self.reporter
+        if self.stopped:  # after close(): nothing sends or spools any more
+            reporter.dropped += 1
+            return
+        if self.given_up and self.start_refused is None:  # kept in the spool for a resume
+            if self.spool is not None:
+                self.spool.write(b'{"event":' + data + b"}\n")
+            else:
+                reporter.dropped += 1
+            return
+        if self.spool is not None:
+            if self.overflow_offset is None and len(self.queue) >= reporter.capacity:
+                self.overflow_offset = self.spool.tell()
+            self.spool.write(b'{"event":' + data + b"}\n")
+            if self.overflow_offset is not None:
+                self.condition.notify()
+                return  # the sender reads it back from the spool
+            self.queue.append((seq, data))
+            self.condition.notify()
+            return
+        if len(self.queue) >= reporter.capacity:
+            reporter.dropped += 1
+            if self.start_refused is not None:  # already said: kept up to capacity
+                return
+            self.given_up = True
+            reporter.error = (
+                f"more than {reporter.capacity} unsent events and no spool: reporting of "
+                f"run {self.run_id} stopped at seq {seq}"
+            )
+            logger.error("run %s: %s", self.run_id, reporter.error)
+            return
+        self.queue.append((seq, data))
+        self.condition.notify()
+
+    def wait_acked(self, timeout: float | None) -> bool:
+        target = self.last_enqueued
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.condition:
+            self.urgent = True
+            self.condition.notify_all()
+            while self.reporter.last_acked_seq < target and not self.given_up:
+                if self.stopped:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    break
+                self.condition.wait(remaining if remaining is not None else 0.5)
+            return self.reporter.last_acked_seq >= target and not self.given_up
+
+    def close(self, timeout: float | None) -> bool:
+        if self.closed is not None:
+            return self.closed
+        delivered = self.wait_acked(timeout)
+        with self.condition:
+            self.stopped = True
+            self.condition.notify_all()
+        self.thread.join(0.1)  # a daemon: a request still in flight to a slow server is left
+        if self.spool is not None:
+            with self.condition:
+                self.spool.close()
+            if delivered and self.ended and self.spool_path is not None:
+                self.spool_path.unlink(missing_ok=True)
+        if not delivered:
+            unsent = self.last_enqueued - self.reporter.last_acked_seq
+            where = f"kept in {self.spool_path}" if self.spool_path else "lost"
+            if self.start_refused is not None:  # its one error named the cause and the fix
+                logger.warning(
+                    "run %s: %d events not sent, its start was refused (%s)",
+                    self.run_id,
+                    unsent,
+                    where,
+                )
+            else:
+                logger.error(
+                    "run %s: %d events not acknowledged at close (%s)", self.run_id, unsent, where
+                )
+        self.closed = delivered
+        return delivered
+
+    # -- the sender thread -----------------------------------------------------------------------
+    def _run(self) -> None:
+        reporter = self.reporter
+        delay = reporter.backoff
+        if self.start_refused is not None and not self._wait_for_retry():
+            return
+        while True:
+            if not self._wait_for_batch():
+                return
+            retry_after: float | None = None
+            try:
+                if self.start_body is not None:
+                    self._post("/api/runs/", encode_record(self.start_body))
+                    self.start_body = None
+                    self.started = True
+                    self.start_answered.set()
+                else:
+                    seqs, body = self._next_batch()
+                    if seqs:
+                        answer = self._post(f"/api/runs/{self.run_id}/events/", body)
+                        self._sent(len(seqs), answer)
+            except ReportError as exc:
+                if exc.status is not None and exc.status not in RETRYABLE_STATUSES:
+                    if self.started:
+                        self._give_up(str(exc))
+                        return
+                    self._start_refuse(exc)
+                    if not self._wait_for_retry():
+                        return
+                    continue
+                retry_after = exc.retry_after
+                if not self.outage_logged:
+                    self.outage_logged = True
+                    logger.warning(
+                        "run %s: server unavailable (%s); retrying in the background, "
+                        "the chat goes on",
+                        self.run_id,
+                        exc,
+                    )
+                self._back_off(delay if retry_after is None else retry_after)
+                delay = min(delay * 2, reporter.max_backoff)
+                continue
+            except Exception as exc:  # never let the sender die silently
+                self._give_up(f"unexpected {type(exc).__name__}: {exc}")
+                return
+            if self.outage_logged:
+                self.outage_logged = False
+                logger.warning("run %s: server reachable again; reporting resumed", self.run_id)
+            delay = reporter.backoff
+
+    def _post(self, path: str, data: bytes) -> dict[str, Any]:
+        """POST on one kept-alive connection (urllib would open one per request, and its
+        Python overhead is taken from the chat's share of the GIL)."""
+        reporter = self.reporter
+        if self.connection is None:
+            parts = urllib.parse.urlsplit(reporter.base_url)
+            factory = (
+                http.client.HTTPSConnection
+                if parts.scheme == "https"
+                else http.client.HTTPConnection
+            )
+            self.connection = factory(parts.netloc, timeout=reporter.timeout)
+            self.path_prefix = parts.path.rstrip("/")
+        headers = {
+            "Authorization": f"Bearer {reporter.token}",
+            "Content-Type": "application/json",
+        }
+        try:
+            self.connection.request("POST", self.path_prefix + path, body=data, headers=headers)
+            response = self.connection.getresponse()
+            payload = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.connection.close()
+            self.connection = None
+            raise ReportError(f"POST {path}: {exc}") from None
+        if response.status < 300:
+            result: dict[str, Any] = json.loads(payload)
+            return result
+        try:
+            body = json.loads(payload or b"null")
+        except ValueError:
+            body = None
+        message = body.get("error") if isinstance(body, dict) else None
+        error = ReportError(
+            f"POST {path}: {response.status} {message or response.reason}",
+            status=response.status,
+            body=body,
+            retry_after=parse_retry_after(response.getheader("Retry-After")),
+        )
+        if response.getheader("Connection", "").lower() == "close":
+            self.connection.close()
+            self.connection = None
+        raise error
+
+    def _wait_for_batch(self) -> bool:
+        """Wait until there is a batch worth sending (full, due, or asked for); False: stop."""
+        reporter = self.reporter
+        with self.condition:
+            while not self.stopped:
+                if self.start_body is not None or self.overflow_offset is not None:
+                    return True
+                if self.queue:
+                    if self.urgent or len(self.queue) >= reporter.batch_size:
+                        return True
+                    due = self.first_queued_at + reporter.flush_interval - time.monotonic()
+                    if due <= 0:
+                        return True
+                    self.condition.wait(due)
+                else:
+                    self.urgent = False
+                    self.condition.wait()
+            return False
+
+    def _back_off(self, delay: float) -> None:
+        """Sleep ``delay`` after a failure; new events do not cut it short, stopping does."""
+        until = time.monotonic() + delay
+        with self.condition:
+            while not self.stopped:
+                remaining = until - time.monotonic()
+                if remaining <= 0:
+                    return
+                self.condition.wait(remaining)
+
+    def _next_batch(self) -> tuple[list[int], bytes]:
+        reporter = self.reporter
+        with self.condition:
+            if not self.queue and self.overflow_offset is not None:
+                self._refill_from_spool()
+            seqs: list[int] = []
+            parts: list[bytes] = []
+            size = 0
+            for seq, data in self.queue:
+                size += len(data) + 1
+                if parts and (len(parts) >= reporter.batch_size or size > MAX_BATCH_BYTES):
+                    break
+                seqs.append(seq)
+                parts.append(data)
+        return seqs, b'{"events":[' + b",".join(parts) + b"]}"
+
+    def _refill_from_spool(self) -> None:
+        """Load overflowed events back from the spool (under the lock), in seq order."""
+        assert self.spool_path is not None and self.overflow_offset is not None
+        limit = max(1, self.reporter.capacity // 2)
+        with self.spool_path.open("rb") as spool:
+            spool.seek(self.overflow_offset)
+            while len(self.queue) < limit:
+                line = spool.readline()
+                if not line:
+                    self.overflow_offset = None  # caught up: the caller's thread queues again
+                    return
+                event = json.loads(line)["event"]
+                self.queue.append((event["seq"], encode_record(event)))
+                self.overflow_offset = spool.tell()
+
+    def _sent(self, count: int, answer: dict[str, Any]) -> None:
+        with self.condition:
+            for _ in range(count):
+                self.queue.popleft()
+            if self.queue:
+                self.first_queued_at = time.monotonic()
+            self.reporter._acknowledged(answer)
+            self.condition.notify_all()
+
+    def wait_started(self, timeout: float | None) -> bool:
+        self.start_answered.wait(timeout)
+        return self.started
+
+    def retry_start(self) -> None:
+        with self.condition:
+            if self.start_refused is None:
+                return
+            self.retry_requested = True
+            self.condition.notify_all()
+            if not self.stopped:
+                return
+            # Closed already (the chat has ended): a new thread sends what was kept.
+            self.stopped = False
+            self.closed = None
+            if self.spool_path is not None:
+                self.spool = self.spool_path.open("ab", buffering=0)
+            self.thread = threading.Thread(
+                target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
+            )
+        atexit.register(self.reporter._flush_at_exit)
+        self.thread.start()
+
+    def _start_refuse(self, exc: ReportError) -> None:
+        """Keep the events (spool, or memory up to capacity) and say once why and what to do."""
+        message = start_refused_message(
+            run_id=self.run_id,
+            cause=str(exc),
+            status=exc.status,
+            workflow=(self.start_body or {}).get("workflow"),
+            spool_path=self.spool_path,
+            capacity=self.reporter.capacity,
+        )
+        with self.condition:
+            self.start_refused = str(exc)
+            self.given_up = True
+            self.reporter.error = message
+            self.condition.notify_all()
+        self.start_answered.set()
+        logger.error("%s", message)
+
+    def _wait_for_retry(self) -> bool:
+        """Wait for ``retry_start()`` (True) or ``close()`` (False)."""
+        with self.condition:
+            while not self.stopped and not self.retry_requested:
+                self.condition.wait()
+            if self.stopped:
+                return False
+            self.retry_requested = False
+            self.given_up = False
+            self.start_refused = None
+            self.start_answered.clear()
+            self.reporter.error = None
+            return True
+
+    def _give_up(self, why: str) -> None:
+        with self.condition:
+            self.given_up = True
+            self.reporter.error = why
+            self.queue.clear()
+            self.condition.notify_all()
+        logger.error(
+            "run %s: reporting stopped: %s (the chat goes on; spool: %s)",
+            self.run_id,
+            why,
+            self.spool_path,
+        )
