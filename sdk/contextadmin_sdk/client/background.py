@@ -14,7 +14,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextadmin_sdk.client.refusals import start_refused_message
@@ -32,46 +31,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
 
-
-class Resumed:
-    """What ``RunReporter.resume`` found: the server's state and the spool's unsent events."""
-
-    def __init__(
-        self,
-        *,
-        server: dict[str, Any] | None,
-        start: dict[str, Any] | None,
-        unsent: list[dict[str, Any]],
-    ) -> None:
-        self.server = server
-        self.start = start
-        self.unsent = unsent
-
-
-class Spool:
-    def __init__(self) -> None:
-        self.start: dict[str, Any] | None = None
-        self.events: list[dict[str, Any]] = []
-
-
-def spool_read(path: Path | None) -> Spool:
-    """Read a spool file; a torn last line (the process died mid-write) is ignored."""
-    spool = Spool()
-    if path is None or not path.exists():
-        return spool
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if "start" in record:
-                spool.start = record["start"]
-            elif "event" in record:
-                event = record["event"]
-                if not spool.events or event["seq"] > spool.events[-1]["seq"]:
-                    spool.events.append(event)
-    return spool
 
 
 class BackgroundSender:

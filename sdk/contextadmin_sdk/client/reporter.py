@@ -57,8 +57,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from contextadmin_sdk.client.background import BackgroundSender, Resumed, spool_read
+from contextadmin_sdk.client.background import BackgroundSender
 from contextadmin_sdk.client.definitions import declared_mapping, definitions_fetch
+from contextadmin_sdk.client.resume import Resumed, spool_read
 from contextadmin_sdk.client.transport import (
     RETRYABLE_STATUSES,
     ReportError,
