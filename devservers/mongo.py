@@ -25,7 +25,6 @@ from devservers.processes import process_stop
 
 PROJECT = Path(__file__).resolve().parents[1]
 DEMO_DOCUMENTS = PROJECT / "contextadmin" / "demo" / "mongo_documents.json"
-SHARED_DOCUMENTS = PROJECT.parent / "shared" / "examples" / "generator" / "mongo_documents.json"
 START_TIMEOUT_S = 30.0
 
 
@@ -38,8 +37,7 @@ def free_port() -> int:
 
 def demo_documents() -> dict[str, Any]:
     """The Generator demo documents: ``{database: {collection: [document, ...]}}``."""
-    path = DEMO_DOCUMENTS if DEMO_DOCUMENTS.exists() else SHARED_DOCUMENTS
-    documents: dict[str, Any] = json.loads(path.read_text())
+    documents: dict[str, Any] = json.loads(DEMO_DOCUMENTS.read_text())
     return documents
 
 
