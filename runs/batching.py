@@ -5,6 +5,8 @@ queued, in order, as one batch. Under load a batch holds every event that arrive
 previous one was committing; an idle socket's event is ingested at once. Replies (acks and
 errors) go out in the order the frames came, exactly as if each event were ingested on its
 own: a batch that fails is re-run one event at a time, so only the bad event gets the error.
+A batch frame (``{"events": [...]}``, what ``RunReporter`` sends) is the events POST's body:
+stored all or nothing and answered by one message, in its place among the replies.
 
 ``GroupCommitter`` (one per process's event loop): the sockets' batches that arrive while one
 commit runs share the next transaction, across runs (``event_ingest_grouped``).
@@ -41,7 +43,8 @@ class IngestBatcher:
     """Queue a socket's events and replies; ingest queued events in batches, in order.
 
     ``ingest(events)`` stores a batch and returns one ack per event, or raises ApiError having
-    stored nothing. ``send(message)`` and ``close(code)`` reach the socket.
+    stored nothing; ``ingest_whole(events)`` stores a batch frame's events and returns its one
+    answer (or raises likewise). ``send(message)`` and ``close(code)`` reach the socket.
     """
 
     def __init__(
@@ -52,8 +55,10 @@ class IngestBatcher:
         close: Callable[[int], Awaitable[None]],
         limit: int,
         name: str = "",
+        ingest_whole: Callable[[Any], Awaitable[Message]] | None = None,
     ) -> None:
         self._ingest = ingest
+        self._ingest_whole = ingest_whole
         self._send = send
         self._close = close
         self._limit = max(1, limit)
@@ -66,6 +71,10 @@ class IngestBatcher:
     def event(self, event: Any) -> None:
         """Queue an event for the next batch."""
         self._enqueue("event", event)
+
+    def batch(self, events: Any) -> None:
+        """Queue a batch frame's events: stored all or nothing, answered by one message."""
+        self._enqueue("batch", events)
 
     def reply(self, message: Message, *, close: int | None = None) -> None:
         """Queue a reply (in frame order), then optionally a close: nothing after it is taken."""
@@ -103,6 +112,9 @@ class IngestBatcher:
                 elif kind == "close":
                     self._queue.clear()
                     await self._close(value)
+                elif kind == "batch":
+                    self._queue.popleft()
+                    await self._whole_ingest(value)
                 else:
                     batch = []
                     while self._queue and self._queue[0][0] == "event" and len(batch) < self._limit:
@@ -127,6 +139,15 @@ class IngestBatcher:
             return
         for ack in acks:
             await self._reply(ack)
+
+    async def _whole_ingest(self, events: Any) -> None:
+        """A batch frame: one answer, the batch's acknowledgement or the error that refused it."""
+        assert self._ingest_whole is not None, "batch frames need ingest_whole"
+        try:
+            answer = await self._ingest_whole(events)
+        except ApiError as exc:
+            answer = error_message(exc)
+        await self._reply(answer)
 
     async def _reply(self, message: Message) -> None:
         if not self.disconnected:  # the runtime re-sends unacked events

@@ -238,7 +238,13 @@ class RunListConsumer(StaffSocket):
 
 
 class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
-    """``/ws/ingest/<run_id>/``: a runtime sends events; each is acked after commit."""
+    """``/ws/ingest/<run_id>/``: a runtime sends events; each is acked after commit.
+
+    A frame is one event (acked ``{"type": "ack", "seq", "flips"}``), or a batch, the events
+    POST's body ``{"events": [...]}`` (``RunReporter``'s websocket transport): stored all or
+    nothing and answered ``{"type": "batch_ack", "last_seq", "flips", "acks"}`` as the POST
+    answers, or ``{"type": "error", "status", "error", ...}`` as the POST refuses it.
+    """
 
     token: ApiToken | None = None
     slot_key: str | None = None
@@ -270,6 +276,7 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
             close=lambda code: self.close(code=code),
             limit=settings.API_MAX_EVENTS_PER_BATCH,
             name=run_id,
+            ingest_whole=lambda events: self._ingest_whole(run_id, events),
         )
         await self.accept()
 
@@ -302,6 +309,15 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
                 close=CLOSE_UNAUTHORIZED,
             )
             return
+        if isinstance(content, dict) and "events" in content and "type" not in content:
+            unknown = sorted(set(content) - {"events"})
+            if unknown:
+                self.batcher.reply(error_message(BadRequest(
+                    f"{unknown[0]}: unknown field in a batch (expected events)"
+                )))
+                return
+            self.batcher.batch(content["events"])
+            return
         self.batcher.event(content)
 
     @classmethod
@@ -331,6 +347,16 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
         """Ingest a batch in this process's next group commit; ack each event."""
         result = await event_ingest_grouped(run_id=run_id, events=events, token=self.token)
         return [{"type": "ack", "seq": ack["seq"], "flips": ack["flips"]} for ack in result.acks]
+
+    async def _ingest_whole(self, run_id: str, events: Any) -> dict[str, Any]:
+        """Ingest a batch frame in the next group commit; answer as the events POST does."""
+        result = await event_ingest_grouped(run_id=run_id, events=events, token=self.token)
+        return {
+            "type": "batch_ack",
+            "last_seq": result.last_seq,
+            "flips": result.flips,
+            "acks": result.acks,
+        }
 
     async def _token_revoked(self) -> bool:
         """Re-read the token at most every TOKEN_RECHECK_S: revoking it closes open sockets."""

@@ -194,6 +194,42 @@ async def test_ingest_over_websocket_acks_each_event_after_commit():
     await watcher.disconnect()
 
 
+async def test_ingest_batch_frame_is_all_or_nothing_and_answered_as_the_events_post():
+    _, run_id, secret = await sync_to_async(_setup)()
+    events = [{**event, "seq": seq} for seq, event in enumerate(demo_events(), start=1)]
+    comm = WebsocketCommunicator(application, f"/ws/ingest/{run_id}/?token={secret}")
+    assert (await comm.connect())[0]
+    stored = sync_to_async(RunEvent.objects.filter(run_id=run_id).count)
+    # a bad event refuses the whole batch, naming the field; nothing of it is stored
+    bad = [*events[:3], {"type": "agent_text", "text": "no agent", "seq": 4}]
+    await comm.send_json_to({"events": bad})
+    error = await comm.receive_json_from(timeout=5)
+    assert error["type"] == "error" and error["status"] == 400
+    assert error["error"].startswith("events[3].agent"), error
+    assert await stored() == 0
+    for frame, fragment in (
+        ({"events": events, "extra": 1}, "extra: unknown field"),
+        ({"events": "x"}, "events: must be a list"),
+    ):
+        await comm.send_json_to(frame)
+        assert (await comm.receive_json_from(timeout=5))["error"].startswith(fragment)
+    # a good batch: one answer, as the POST's
+    await comm.send_json_to({"events": events[:5]})
+    answer = await comm.receive_json_from(timeout=5)
+    assert answer["type"] == "batch_ack" and answer["last_seq"] == 5
+    assert [ack["seq"] for ack in answer["acks"]] == [1, 2, 3, 4, 5]
+    assert answer["flips"][0]["name"] == "interview_complete"
+    # re-sent after a reconnect: acknowledged again, stored once; a changed payload is a 409
+    await comm.send_json_to({"events": events})
+    assert (await comm.receive_json_from(timeout=5))["last_seq"] == 8
+    assert await stored() == 8
+    await comm.send_json_to({"events": [{**events[0], "text": "changed"}]})
+    conflict = await comm.receive_json_from(timeout=5)
+    assert conflict["type"] == "error" and conflict["status"] == 409
+    assert await stored() == 8
+    await comm.disconnect()
+
+
 async def test_ingest_socket_refuses_bad_tokens_and_foreign_origins():
     _, run_id, secret = await sync_to_async(_setup)()
     for path, headers in (
