@@ -109,7 +109,11 @@ def test_an_unreachable_server_is_retried_then_reported():
 
 # -- background mode (what the AG2 integration uses) ----------------------------------------------
 def background_reporter(url: str, **options: Any) -> RunReporter:
-    reporter = RunReporter(url, "ca_x", background=True, backoff=0.02, max_backoff=0.1, **options)
+    """Over HTTP: the stand-in server speaks no websocket (tests/sdk/test_client_transports.py
+    runs both transports against Daphne)."""
+    reporter = RunReporter(
+        url, "ca_x", background=True, backoff=0.02, max_backoff=0.1, transport="http", **options
+    )
     reporter.start(workflow="W", enterprise_id="e")
     return reporter
 
@@ -206,7 +210,7 @@ def test_resume_delivers_the_spools_unsent_events_after_the_servers_seq(tmp_path
         assert first.close(timeout=0) is False  # its sender stops; the spool keeps 6-8
         run_id = first.run_id
         fake.start()
-        again = RunReporter(fake.url, "ca_x", background=True, spool_dir=tmp_path)
+        again = RunReporter(fake.url, "ca_x", background=True, spool_dir=tmp_path, transport="http")
         resumed = again.resume(run_id)
         assert [e["seq"] for e in resumed.unsent] == [6, 7, 8]
         assert again.event("agent_text", agent="a", text="after") == 9

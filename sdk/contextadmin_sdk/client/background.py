@@ -6,23 +6,23 @@ from __future__ import annotations
 
 import atexit
 import collections
-import http.client
 import json
 import logging
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from contextadmin_sdk.client.refusals import start_refused_message
+from contextadmin_sdk.client.socket_transport import (
+    SocketConnection,
+    SocketUnavailable,
+)
 from contextadmin_sdk.client.transport import (
     MAX_BATCH_BYTES,
     RETRYABLE_STATUSES,
+    HttpConnection,
     ReportError,
     encode_record,
-    parse_retry_after,
 )
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 
@@ -31,6 +31,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
 
+
+def socket_connection(*, reporter: RunReporter, run_id: str | None) -> SocketConnection | None:
+    """The run's ingest socket when the reporter's ``transport`` asks for it and the
+    ``websockets`` library is installed; otherwise None (HTTP), said in one log line."""
+    if reporter.transport == "http" or run_id is None:
+        return None
+    try:
+        return SocketConnection(base_url=reporter.base_url, run_id=run_id, timeout=reporter.timeout)
+    except SocketUnavailable as exc:
+        level = logging.WARNING if reporter.transport == "websocket" else logging.INFO
+        logger.log(level, "run %s: %s; reporting over HTTP", run_id, exc)
+        return None
 
 
 class BackgroundSender:
@@ -82,8 +94,8 @@ class BackgroundSender:
         self.start_refused: str | None = None  # why the server refused the start, if it did
         self.retry_requested = False
         self.closed: bool | None = None  # close()'s answer, once closed
-        self.connection: http.client.HTTPConnection | None = None
-        self.path_prefix = ""
+        self.http = HttpConnection(base_url=reporter.base_url, timeout=reporter.timeout)
+        self.socket = socket_connection(reporter=reporter, run_id=self.run_id)
         self.thread = threading.Thread(
             target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
         )
@@ -205,8 +217,20 @@ class BackgroundSender:
         self.closed = delivered
         return delivered
 
+    @property
+    def transport_in_use(self) -> str:
+        return "websocket" if self.socket is not None else "http"
+
     # -- the sender thread -----------------------------------------------------------------------
     def _run(self) -> None:
+        try:
+            self._send_loop()
+        finally:  # the connections are the sender thread's: closed by it, once it stops
+            self.http.close()
+            if self.socket is not None:
+                self.socket.close()
+
+    def _send_loop(self) -> None:
         reporter = self.reporter
         delay = reporter.backoff
         if self.start_refused is not None and not self._wait_for_retry():
@@ -217,14 +241,16 @@ class BackgroundSender:
             retry_after: float | None = None
             try:
                 if self.start_body is not None:
-                    self._post("/api/runs/", encode_record(self.start_body))
+                    self.http.post(
+                        "/api/runs/", encode_record(self.start_body), token=reporter.token
+                    )
                     self.start_body = None
                     self.started = True
                     self.start_answered.set()
                 else:
                     seqs, body = self._next_batch()
                     if seqs:
-                        answer = self._post(f"/api/runs/{self.run_id}/events/", body)
+                        answer = self._events_send(body)
                         self._sent(len(seqs), answer)
             except ReportError as exc:
                 if exc.status is not None and exc.status not in RETRYABLE_STATUSES:
@@ -255,49 +281,20 @@ class BackgroundSender:
                 logger.warning("run %s: server reachable again; reporting resumed", self.run_id)
             delay = reporter.backoff
 
-    def _post(self, path: str, data: bytes) -> dict[str, Any]:
-        """POST on one kept-alive connection (urllib would open one per request, and its
-        Python overhead is taken from the chat's share of the GIL)."""
-        reporter = self.reporter
-        if self.connection is None:
-            parts = urllib.parse.urlsplit(reporter.base_url)
-            factory = (
-                http.client.HTTPSConnection
-                if parts.scheme == "https"
-                else http.client.HTTPConnection
-            )
-            self.connection = factory(parts.netloc, timeout=reporter.timeout)
-            self.path_prefix = parts.path.rstrip("/")
-        headers = {
-            "Authorization": f"Bearer {reporter.token}",
-            "Content-Type": "application/json",
-        }
-        try:
-            self.connection.request("POST", self.path_prefix + path, body=data, headers=headers)
-            response = self.connection.getresponse()
-            payload = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            self.connection.close()
-            self.connection = None
-            raise ReportError(f"POST {path}: {exc}") from None
-        if response.status < 300:
-            result: dict[str, Any] = json.loads(payload)
-            return result
-        try:
-            body = json.loads(payload or b"null")
-        except ValueError:
-            body = None
-        message = body.get("error") if isinstance(body, dict) else None
-        error = ReportError(
-            f"POST {path}: {response.status} {message or response.reason}",
-            status=response.status,
-            body=body,
-            retry_after=parse_retry_after(response.getheader("Retry-After")),
-        )
-        if response.getheader("Connection", "").lower() == "close":
-            self.connection.close()
-            self.connection = None
-        raise error
+    def _events_send(self, data: bytes) -> dict[str, Any]:
+        """Send a batch over the ingest socket, or over HTTP when there is none (any more)."""
+        token = self.reporter.token
+        if self.socket is not None:
+            try:
+                return self.socket.batch_send(data, token=token)
+            except SocketUnavailable as exc:
+                self.socket = None
+                logger.warning(
+                    "run %s: the ingest websocket is unavailable (%s); reporting over HTTP",
+                    self.run_id,
+                    exc,
+                )
+        return self.http.post(f"/api/runs/{self.run_id}/events/", data, token=token)
 
     def _wait_for_batch(self) -> bool:
         """Wait until there is a batch worth sending (full, due, or asked for); False: stop."""

@@ -28,10 +28,15 @@ a client's ``run_id``), so the chat never waits for the server to answer.
   killed mid-chat loses nothing it observed. ``resume(run_id)`` reads it back and re-sends what
   the server has not stored. It is deleted once the run has ended and everything is
   acknowledged.
-- **Transport**: batched HTTP POSTs (``batch_size`` events, at most ``MAX_BATCH_BYTES``) to
-  ``/api/runs/<id>/events/``. Every event carries its client-side seq, so re-sending a batch
-  after a timeout, a 5xx or a dropped connection is idempotent: the server acknowledges seqs it
-  already has and stores each event once.
+- **Transport** (``transport=``): batches (``batch_size`` events, at most ``MAX_BATCH_BYTES``),
+  each the body of a POST to ``/api/runs/<id>/events/`` (``"http"``) or one frame on the run's
+  ingest websocket (``"websocket"``, with the ``websocket`` extra; ``client/socket_transport``).
+  ``"auto"``, the default, takes the websocket when the library is installed; a missing
+  library or a socket the server or a proxy does not upgrade falls back to HTTP, with one log
+  line. Both store a batch all or nothing and answer it alike. Every event carries its
+  client-side seq, so re-sending a batch after a timeout, a 5xx or a dropped connection is
+  idempotent: the server acknowledges seqs it already has and stores each event once. The run
+  start and blocking mode always use HTTP.
 - ``close(timeout=...)`` waits up to ``timeout`` seconds for everything to be acknowledged and
   says whether it was; what is left stays in the spool for a later ``resume``.
 - **A refused start** (a bad token, an unknown workflow: a 4xx): one error names the cause and
@@ -60,6 +65,7 @@ from typing import Any
 from contextadmin_sdk.client.background import BackgroundSender
 from contextadmin_sdk.client.definitions import declared_mapping, definitions_fetch
 from contextadmin_sdk.client.resume import Resumed, spool_read
+from contextadmin_sdk.client.socket_transport import TRANSPORTS
 from contextadmin_sdk.client.transport import (
     RETRYABLE_STATUSES,
     ReportError,
@@ -72,6 +78,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 10_000
 BACKGROUND_BATCH_SIZE = 500  # fewer, larger requests: less of the sender's work on the GIL
+DEFAULT_TRANSPORT = "auto"  # the ingest websocket if installed: faster (docs/benchmarks.md)
 
 
 class RunReporter:
@@ -92,7 +99,11 @@ class RunReporter:
         capacity: int = DEFAULT_CAPACITY,
         spool_dir: str | os.PathLike[str] | None = None,
         max_backoff: float = 5.0,
+        transport: str = DEFAULT_TRANSPORT,
     ) -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport: one of {', '.join(TRANSPORTS)}, got {transport!r}")
+        self.transport = transport
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.batch_size = batch_size or (BACKGROUND_BATCH_SIZE if background else 100)
@@ -138,6 +149,12 @@ class RunReporter:
             self.capacity = capacity
         if spool_dir is not None:
             self.spool_dir = Path(spool_dir)
+
+    @property
+    def transport_in_use(self) -> str:
+        """What the background sender sends events over now: ``"websocket"`` or ``"http"``
+        (blocking mode, a missing library or a refused socket: HTTP)."""
+        return self._sender.transport_in_use if self._sender is not None else "http"
 
     @property
     def next_seq(self) -> int:

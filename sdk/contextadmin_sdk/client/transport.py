@@ -1,10 +1,13 @@
 """What both reporting modes share on the wire: the statuses worth retrying, the limits of a
-batch, ``ReportError``, and reading a refusal's answer (its body, its ``Retry-After``)."""
+batch, ``ReportError``, reading a refusal's answer (its body, its ``Retry-After``), and the
+background mode's HTTP connection (``HttpConnection``; its websocket: ``socket_transport``)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
+import urllib.parse
 from typing import Any
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -29,7 +32,6 @@ class ReportError(RuntimeError):
         self.retry_after = retry_after  # seconds the server asked to wait (429, 503)
 
 
-
 def encode_record(record: Any) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
@@ -51,3 +53,54 @@ def error_body(exc: urllib.error.HTTPError) -> Any:
         return json.loads(exc.read() or b"null")
     except (ValueError, OSError):
         return None
+
+
+class HttpConnection:
+    """POSTs on one kept-alive connection, reopened after a failure (urllib would open one per
+    request, and its Python overhead is taken from the chat's share of the GIL)."""
+
+    def __init__(self, *, base_url: str, timeout: float) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        self._factory = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        self._netloc = parts.netloc
+        self._prefix = parts.path.rstrip("/")
+        self._timeout = timeout
+        self._connection: http.client.HTTPConnection | None = None
+
+    def post(self, path: str, data: bytes, *, token: str) -> dict[str, Any]:
+        """POST ``data`` (JSON) and return the answer; raise ``ReportError`` (with the status
+        and ``Retry-After`` of a refusal, without a status when the server is unreachable)."""
+        if self._connection is None:
+            self._connection = self._factory(self._netloc, timeout=self._timeout)
+        connection = self._connection
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        try:
+            connection.request("POST", self._prefix + path, body=data, headers=headers)
+            response = connection.getresponse()
+            payload = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            raise ReportError(f"POST {path}: {exc}") from None
+        if response.status < 300:
+            result: dict[str, Any] = json.loads(payload)
+            return result
+        try:
+            body = json.loads(payload or b"null")
+        except ValueError:
+            body = None
+        message = body.get("error") if isinstance(body, dict) else None
+        if response.getheader("Connection", "").lower() == "close":
+            self.close()
+        raise ReportError(
+            f"POST {path}: {response.status} {message or response.reason}",
+            status=response.status,
+            body=body,
+            retry_after=parse_retry_after(response.getheader("Retry-After")),
+        )
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
