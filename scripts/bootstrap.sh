@@ -31,6 +31,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   if .venv/bin/python -m pip show ag2 2>/dev/null | grep -q "^Version: 0\."; then
     .venv/bin/python -m pip uninstall -q -y ag2
   fi
-  .venv/bin/python -m pip install -q -e "./sdk[mongo,ag2,autogen]" -e ".[test,ag2,autogen]"
+  .venv/bin/python -m pip install -q -e "./sdk[mongo,ag2,autogen,websocket]" -e ".[test,ag2,autogen]"
   echo "$want" > "$stamp"
 fi

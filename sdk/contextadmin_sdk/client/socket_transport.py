@@ -54,6 +54,7 @@ class SocketConnection:
         self.url = f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}{self.path}"
         self._timeout = timeout
         self._socket: Any = None
+        self._stack = contextlib.ExitStack()
         self._token: str | None = None
 
     def batch_send(self, data: bytes, *, token: str) -> dict[str, Any]:
@@ -90,8 +91,9 @@ class SocketConnection:
         from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus
 
         self.close()
+        stack = contextlib.ExitStack()  # connect() is a context manager; close() exits it
         try:
-            self._socket = self._client.connect(
+            self._socket = stack.enter_context(self._client.connect(
                 self.url,
                 additional_headers={"Authorization": f"Bearer {token}"},
                 open_timeout=self._timeout,
@@ -99,7 +101,7 @@ class SocketConnection:
                 compression=None,  # JSON batches: deflate would cost both sides' CPU
                 proxy=None,  # as the HTTP transport, which uses no proxy either
                 max_size=ANSWER_MAX_BYTES,
-            )
+            ))
         except InvalidStatus as exc:  # answered over HTTP, not upgraded
             status = exc.response.status_code
             if status in RETRYABLE_STATUSES:  # a proxy whose upstream is down, an overload
@@ -118,9 +120,10 @@ class SocketConnection:
         except (OSError, TimeoutError) as exc:
             raise ReportError(f"WS {self.path}: {type(exc).__name__}: {exc}") from None
         self._token = token
+        self._stack = stack
 
     def close(self) -> None:
         if self._socket is not None:
             with contextlib.suppress(Exception):  # a broken socket: nothing more to do
-                self._socket.close()
+                self._stack.close()
             self._socket = None

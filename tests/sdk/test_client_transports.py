@@ -1,0 +1,252 @@
+"""The reporter's background mode over both transports, HTTP and the ingest websocket, against
+a live Daphne of this module's own (stopped, paused and restarted on its port): the same
+assertions prove both deliver every event once and in order, survive a server that goes
+away, spool and resume, refuse alike, and never make the caller wait."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client.socket_transport import SocketConnection
+from contextadmin_sdk.client.transport import HttpConnection, encode_record
+
+from devservers.processes import PROJECT
+from tests.support.demo import DEMO
+from tests.support.live_server import LiveServer, live_server_run
+
+pytestmark = pytest.mark.slow
+
+TRANSPORTS = ("http", "websocket")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, str]]:
+    """A Daphne of this module's own (its tests stop and restart it), Generator and a token."""
+    for server in live_server_run(tmp_path_factory.mktemp("transports"), username="tr"):
+        server.manage("import_context", str(DEMO / "context_variables.json"), "--workflow",
+                      "Generator")
+        token = server.manage("create_api_token", "transports").stdout.strip()
+        yield server, token
+
+
+@pytest.fixture
+def server(site: tuple[LiveServer, str]) -> Iterator[tuple[LiveServer, str]]:
+    """The module's Daphne, up again after a test that stopped or paused it."""
+    yield site
+    daphne = site[0].daphne
+    if daphne.process is not None and daphne.process.poll() is None:
+        daphne.process.send_signal(signal.SIGCONT)
+    else:
+        daphne.start()
+
+
+def reporter_for(url: str, token: str, transport: str, **options: Any) -> RunReporter:
+    return RunReporter(
+        url, token, background=True, transport=transport, backoff=0.05, max_backoff=0.3,
+        timeout=3.0, **options,
+    )
+
+
+def stored_events(server: LiveServer, token: str, run_id: str) -> list[dict[str, Any]]:
+    request = urllib.request.Request(  # noqa: S310 (loopback)
+        f"{server.url}/api/runs/{run_id}/events/?limit=10000",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        return list(json.loads(response.read())["events"])
+
+
+def texts(events: list[dict[str, Any]]) -> list[str]:
+    return [event["text"] for event in events if event["type"] == "agent_text"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_every_event_arrives_once_in_order(server, transport):
+    site, token = server
+    reporter = reporter_for(site.url, token, transport, batch_size=40)
+    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+    for i in range(300):
+        reporter.event("agent_text", agent="InterviewAgent", text=f"turn {i}")
+    reporter.event("run_status", status="completed")
+    assert reporter.close(timeout=20) is True
+    assert reporter.transport_in_use == transport
+    events = stored_events(site, token, run_id)
+    assert [event["seq"] for event in events] == list(range(1, 302))
+    assert texts(events) == [f"turn {i}" for i in range(300)]
+    assert reporter.last_acked_seq == 301
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_batch_sent_again_is_acknowledged_again_and_stored_once(server, transport):
+    """What a re-send after a dropped answer does: the same seqs, acked, not stored twice."""
+    site, token = server
+    reporter = reporter_for(site.url, token, transport)
+    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+    assert reporter.wait_started(10)
+    events = [{"type": "agent_text", "agent": "a", "text": str(i), "seq": i} for i in (1, 2, 3)]
+    data = encode_record({"events": events})
+    if transport == "http":
+        connection: Any = HttpConnection(base_url=site.url, timeout=5)
+        send = lambda: connection.post(f"/api/runs/{run_id}/events/", data, token=token)  # noqa: E731
+    else:
+        connection = SocketConnection(base_url=site.url, run_id=run_id, timeout=5)
+        send = lambda: connection.batch_send(data, token=token)  # noqa: E731
+    first = send()
+    connection.close()  # the next send reconnects, as after a drop
+    again = send()
+    connection.close()
+    assert first["last_seq"] == again["last_seq"] == 3
+    assert [ack.get("duplicate", False) for ack in again["acks"]] == [True, True, True]
+    assert [event["seq"] for event in stored_events(site, token, run_id)] == [1, 2, 3]
+    reporter.close(timeout=0)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_server_restart_mid_run_loses_nothing_and_duplicates_nothing(server, transport, caplog):
+    site, token = server
+    reporter = reporter_for(site.url, token, transport, batch_size=25)
+    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        for i in range(100):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert reporter.flush(timeout=20)
+        site.daphne.stop()  # every open connection and socket drops
+        for i in range(100, 150):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert reporter.flush(timeout=0.5) is False
+        site.daphne.start()
+        for i in range(150, 200):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert reporter.close(timeout=20) is True
+    assert reporter.transport_in_use == transport  # reconnected, not fallen back
+    assert texts(stored_events(site, token, run_id)) == [str(i) for i in range(200)]
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("server unavailable" in m for m in messages) == 1
+    assert sum("reachable again" in m for m in messages) == 1
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_server_away_the_spool_keeps_the_run_and_resume_delivers_it(server, transport, tmp_path):
+    site, token = server
+    site.daphne.stop()
+    first = reporter_for(site.url, token, transport, spool_dir=tmp_path)
+    run_id = first.start(workflow="Generator", enterprise_id="acme")
+    for i in range(30):
+        first.event("agent_text", agent="a", text=str(i))
+    assert first.close(timeout=0.3) is False  # the runtime stops here; the spool keeps it all
+    site.daphne.start()
+    again = reporter_for(site.url, token, transport, spool_dir=tmp_path)
+    resumed = again.resume(run_id)  # the server never saw the run: rebuilt from the spool
+    assert resumed.server is None and len(resumed.unsent) == 30
+    again.event("run_status", status="completed")
+    assert again.close(timeout=20) is True
+    assert again.transport_in_use == transport
+    events = stored_events(site, token, run_id)
+    assert texts(events) == [str(i) for i in range(30)]
+    assert [event["seq"] for event in events] == list(range(1, 32))
+    assert not (tmp_path / f"{run_id}.jsonl").exists()  # ended and acknowledged
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_refused_batch_stops_reporting_with_the_same_error(server, transport, caplog):
+    site, token = server
+    reporter = reporter_for(site.url, token, transport)
+    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+    reporter.event("agent_text", agent="a", text="fine")
+    assert reporter.flush(timeout=10)
+    with caplog.at_level(logging.ERROR, logger="contextadmin_sdk.client"):
+        reporter.event("agent_text", text="no agent")  # refused, naming the field
+        reporter.event("agent_text", agent="a", text="after")
+        assert reporter.close(timeout=5) is False
+    assert reporter.transport_in_use == transport
+    assert "400 events[0].agent" in (reporter.error or ""), reporter.error
+    assert sum("reporting stopped" in r.getMessage() for r in caplog.records) == 1
+    assert texts(stored_events(site, token, run_id)) == ["fine"]  # nothing of the bad batch
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_callers_events_stay_fast_while_the_server_is_stalled(server, transport):
+    site, token = server
+    reporter = reporter_for(site.url, token, transport, batch_size=20)
+    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+    reporter.event("agent_text", agent="a", text="0")
+    assert reporter.flush(timeout=10)  # the socket (or connection) is open
+    assert site.daphne.process is not None
+    site.daphne.process.send_signal(signal.SIGSTOP)  # accepts nothing, answers nothing
+    try:
+        slowest = 0.0
+        for i in range(1, 500):
+            began = time.perf_counter()
+            reporter.event("agent_text", agent="a", text=str(i))
+            slowest = max(slowest, time.perf_counter() - began)
+        assert reporter.flush(timeout=0.5) is False
+    finally:
+        site.daphne.process.send_signal(signal.SIGCONT)
+    assert slowest < 0.05, slowest  # never the sender's 3 s timeout, nor any of it
+    assert reporter.close(timeout=30) is True
+    assert texts(stored_events(site, token, run_id)) == [str(i) for i in range(500)]
+
+
+CHILD = """
+import logging, sys
+sys.modules["websockets"] = None  # as if the websocket extra were not installed
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+from contextadmin_sdk.client import RunReporter
+url, token = sys.argv[1:3]
+reporter = RunReporter(url, token, background=True)
+run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+for i in range(5):
+    reporter.event("agent_text", agent="a", text=str(i))
+print(run_id, reporter.close(timeout=20), reporter.transport_in_use)
+"""
+
+
+def test_without_the_websockets_library_the_reporter_goes_over_http(server):
+    site, token = server
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, site.url, token],
+        capture_output=True, text=True, timeout=60, cwd=PROJECT,
+        env={**site.env, "PYTHONPATH": f"{PROJECT / 'sdk'}:{PROJECT}"},
+    )
+    assert child.returncode == 0, child.stderr
+    run_id, closed, transport = child.stdout.split()
+    assert (closed, transport) == ("True", "http")
+    lines = [line for line in child.stderr.splitlines() if "websockets library" in line]
+    assert len(lines) == 1 and "reporting over HTTP" in lines[0], child.stderr
+    assert texts(stored_events(site, token, run_id)) == ["0", "1", "2", "3", "4"]
+
+
+REVOKE = """
+from runs.models import ApiToken
+from runs.services.tokens import api_token_revoke
+api_token_revoke(token=ApiToken.objects.get(name="revoked-soon"))
+"""
+
+
+def test_a_socket_the_server_will_not_upgrade_falls_back_to_http_once(server, caplog):
+    """A revoked token: Daphne refuses the socket at the handshake (403), so the sender goes
+    over HTTP, where the refusal reads as it always does (401)."""
+    site, _ = server
+    token = site.manage("create_api_token", "revoked-soon").stdout.strip()
+    reporter = reporter_for(site.url, token, "websocket")
+    reporter.start(workflow="Generator", enterprise_id="acme")
+    assert reporter.wait_started(10)
+    site.manage("shell", "-c", REVOKE)
+    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        reporter.event("agent_text", agent="a", text="x")
+        assert reporter.close(timeout=5) is False
+    assert reporter.transport_in_use == "http"
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("ingest websocket is unavailable" in m for m in messages) == 1, messages
+    assert "401" in (reporter.error or ""), reporter.error
+
