@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +22,7 @@ from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.client.socket_transport import SocketConnection
 from contextadmin_sdk.client.transport import HttpConnection, encode_record
 
-from devservers.processes import PROJECT
+from devservers.processes import PROJECT, free_port, process_start, process_stop, wait_for_port
 from tests.support.demo import DEMO
 from tests.support.live_server import LiveServer, live_server_run
 
@@ -250,3 +252,67 @@ def test_a_socket_the_server_will_not_upgrade_falls_back_to_http_once(server, ca
     assert sum("ingest websocket is unavailable" in m for m in messages) == 1, messages
     assert "401" in (reporter.error or ""), reporter.error
 
+
+
+NGINX_WITHOUT_UPGRADE = """
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://127.0.0.1:{upstream};
+            proxy_http_version 1.1;
+        }}
+    }}
+}}
+"""
+
+
+@pytest.fixture
+def proxy_without_upgrade(server, tmp_path: Path) -> Iterator[str]:
+    """Debian's nginx in front of the Daphne, configured as a plain HTTP proxy: it passes no
+    ``Upgrade`` header on, so a websocket handshake reaches Django as a GET (404)."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        pytest.skip("Debian's nginx is not installed")
+    port = free_port()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(NGINX_WITHOUT_UPGRADE.format(
+        dir=tmp_path, port=port, upstream=server[0].daphne.port
+    ))
+    process = process_start([nginx, "-p", str(tmp_path), "-c", str(conf)],
+                            log_path=tmp_path / "nginx.out")
+    try:
+        wait_for_port(port, process=process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process_stop(process)
+
+
+def test_behind_a_proxy_that_does_not_upgrade_the_reporter_goes_over_http(
+    server, proxy_without_upgrade, caplog
+):
+    site, token = server
+    reporter = reporter_for(proxy_without_upgrade, token, "auto")
+    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+        for i in range(50):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert reporter.flush(timeout=20)
+        for i in range(50, 60):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert reporter.close(timeout=20) is True
+    assert reporter.transport_in_use == "http"
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("ingest websocket is unavailable" in m for m in messages) == 1, messages
+    assert "answered 404" in next(m for m in messages if "websocket" in m)
+    assert texts(stored_events(site, token, run_id)) == [str(i) for i in range(60)]
