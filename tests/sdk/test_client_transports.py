@@ -12,13 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client import ReportError, RunReporter
 from contextadmin_sdk.client.socket_transport import SocketConnection
 from contextadmin_sdk.client.transport import HttpConnection, encode_record
 
@@ -203,7 +204,7 @@ CHILD = """
 import logging, sys
 sys.modules["websockets"] = None  # as if the websocket extra were not installed
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client import ReportError, RunReporter
 url, token = sys.argv[1:3]
 reporter = RunReporter(url, token, background=True)
 run_id = reporter.start(workflow="Generator", enterprise_id="acme")
@@ -316,3 +317,67 @@ def test_behind_a_proxy_that_does_not_upgrade_the_reporter_goes_over_http(
     assert sum("ingest websocket is unavailable" in m for m in messages) == 1, messages
     assert "answered 404" in next(m for m in messages if "websocket" in m)
     assert texts(stored_events(site, token, run_id)) == [str(i) for i in range(60)]
+
+
+@pytest.fixture(scope="module")
+def limited_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, str]]:
+    """A Daphne whose tokens may make 60 requests a minute (a burst of 60, then 1 a second),
+    and a token of its own to read what was stored."""
+    workdir = tmp_path_factory.mktemp("limited")
+    for server in live_server_run(workdir, username="lim", API_RATE_LIMIT_PER_MINUTE="60"):
+        server.manage("import_context", str(DEMO / "context_variables.json"), "--workflow",
+                      "Generator")
+        yield server, server.manage("create_api_token", "reader").stdout.strip()
+
+
+def bucket_drain(url: str, token: str, run_id: str) -> None:
+    """Spend the token's requests until the server refuses one (429)."""
+    for _ in range(200):
+        try:
+            state_get(url, token, run_id)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 429
+            return
+    raise AssertionError("no 429 after 200 requests")
+
+
+def state_get(url: str, token: str, run_id: str) -> Any:
+    request = urllib.request.Request(  # noqa: S310 (loopback)
+        f"{url}/api/runs/{run_id}/state/", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        return json.loads(response.read())
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_overloaded_token_is_told_when_to_retry_and_everything_arrives(
+    limited_site, transport, caplog
+):
+    site, reader = limited_site
+    token = site.manage("create_api_token", f"limited-{transport}").stdout.strip()
+    reporter = reporter_for(site.url, token, transport)
+    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+    assert reporter.wait_started(10)
+    # What the transport is told: a 429 with the server's Retry-After, as over HTTP.
+    data = encode_record({"events": [{"type": "agent_text", "agent": "a", "text": "x", "seq": 1}]})
+    if transport == "http":
+        connection: Any = HttpConnection(base_url=site.url, timeout=5)
+        send = lambda: connection.post(f"/api/runs/{run_id}/events/", data, token=token)  # noqa: E731
+    else:
+        connection = SocketConnection(base_url=site.url, run_id=run_id, timeout=5)
+        send = lambda: connection.batch_send(data, token=token)  # noqa: E731
+    bucket_drain(site.url, token, run_id)
+    with pytest.raises(ReportError) as refused:
+        send()
+    connection.close()
+    assert refused.value.status == 429 and refused.value.retry_after == 1.0
+    # What the reporter does with it: waits, retries, delivers everything, logs one outage.
+    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        for i in range(10):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert reporter.close(timeout=30) is True
+    assert reporter.transport_in_use == transport
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("server unavailable" in m and "429" in m for m in messages) == 1, messages
+    events = [event["text"] for event in stored_events(site, reader, run_id)]
+    assert events == [str(i) for i in range(10)]

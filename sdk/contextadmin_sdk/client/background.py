@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import itertools
 import json
 import logging
 import threading
@@ -35,7 +36,7 @@ logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for
 def socket_connection(*, reporter: RunReporter, run_id: str | None) -> SocketConnection | None:
     """The run's ingest socket when the reporter's ``transport`` asks for it and the
     ``websockets`` library is installed; otherwise None (HTTP), said in one log line."""
-    if reporter.transport == "http" or run_id is None:
+    if run_id is None:
         return None
     try:
         return SocketConnection(base_url=reporter.base_url, run_id=run_id, timeout=reporter.timeout)
@@ -95,7 +96,8 @@ class BackgroundSender:
         self.retry_requested = False
         self.closed: bool | None = None  # close()'s answer, once closed
         self.http = HttpConnection(base_url=reporter.base_url, timeout=reporter.timeout)
-        self.socket = socket_connection(reporter=reporter, run_id=self.run_id)
+        self.socket: SocketConnection | None = None  # opened by the sender thread (an import)
+        self.socket_wanted = reporter.transport != "http"
         self.thread = threading.Thread(
             target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
         )
@@ -223,6 +225,9 @@ class BackgroundSender:
 
     # -- the sender thread -----------------------------------------------------------------------
     def _run(self) -> None:
+        if self.socket_wanted:  # once: after a fallback to HTTP, a restarted thread stays there
+            self.socket_wanted = False
+            self.socket = socket_connection(reporter=self.reporter, run_id=self.run_id)
         try:
             self._send_loop()
         finally:  # the connections are the sender thread's: closed by it, once it stops
@@ -333,7 +338,9 @@ class BackgroundSender:
             seqs: list[int] = []
             parts: list[bytes] = []
             size = 0
-            for seq, data in self.queue:
+            # Copied in one C call (the GIL held throughout): the caller's thread appends
+            # without the lock, and a Python loop over the deque itself would see it mutate.
+            for seq, data in list(itertools.islice(self.queue, reporter.batch_size)):
                 size += len(data) + 1
                 if parts and (len(parts) >= reporter.batch_size or size > MAX_BATCH_BYTES):
                     break

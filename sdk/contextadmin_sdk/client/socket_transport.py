@@ -63,15 +63,22 @@ class SocketConnection:
 
         if self._socket is None or token != self._token:
             self._open(token)
+        failed: Exception | None = None
         try:
             self._socket.send(data, text=True)
+        except (ConnectionClosed, OSError) as exc:
+            failed = exc  # refused at connect: the server said why before closing; read it
+        try:
             while True:
                 answer = json.loads(self._socket.recv(timeout=self._timeout))
                 if isinstance(answer, dict) and answer.get("type") in ("batch_ack", "error"):
                     break  # anything else (a newer server's notice) is not this batch's answer
+            if failed is not None and answer["type"] != "error":
+                raise failed  # an answer to an earlier batch cannot be: treat as a drop
         except (ConnectionClosed, OSError, TimeoutError, ValueError) as exc:
             self.close()
-            raise ReportError(f"WS {self.path}: {type(exc).__name__}: {exc}") from None
+            cause = failed or exc
+            raise ReportError(f"WS {self.path}: {type(cause).__name__}: {cause}") from None
         if answer["type"] == "batch_ack":
             return answer
         self.close()  # a refusal at connect closes the socket; after one, start afresh
