@@ -9,9 +9,10 @@ the run's ingest socket), on its own fresh Daphne over one SQLite file:
   one event either way, and ``flush_interval=0`` leaves the reporter's 0.2 s linger out of the
   latency (reported apart: it adds up to 0.2 s). ``inspectors`` staff inspector sockets watch
   runs spread over them; every one must get every event of its run exactly once, in order.
-  Measured: committed events/s against offered (the log's rows over the window), p50/p99
-  event -> inspector (the wall clock in the event's text to its arrival), and the Daphne's CPU
-  seconds per 1,000 events (so events per Daphne core-second), and the runtimes' CPU likewise.
+  Measured after a 5 s warm-up (the runtimes open their connections): committed events/s
+  against offered (the log's rows over the window), p50/p99 event -> inspector (the wall clock
+  in the event's text to its arrival), the Daphne's CPU seconds per event (so events per
+  Daphne core-second), and the runtimes' CPU likewise.
 - **saturated**: ``burst_runs`` runtimes each keep up to 200 events unacknowledged, as fast as
   the server acknowledges them: the committed events/s a Daphne sustains per transport.
 
@@ -164,8 +165,9 @@ def events_stored(database: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM runs_runevent").fetchone()[0])
 
 
-async def watch(ws: Any, outcome: Outcome, *, until: float) -> None:
-    """One inspector: every event's latency; count missing, duplicates and disorder."""
+async def watch(ws: Any, outcome: Outcome, *, since: float, until: float) -> None:
+    """One inspector: the latency of every event sent after ``since`` (the warm-up, when the
+    runtimes open their connections, left out); count missing, duplicates and disorder."""
     last = 0
     seen: set[int] = set()
     try:
@@ -187,7 +189,7 @@ async def watch(ws: Any, outcome: Outcome, *, until: float) -> None:
             seen.add(seq)
             last = seq
             sent_at = message["event"].get("text")  # the run's final run_status has none
-            if sent_at is not None:
+            if sent_at is not None and float(sent_at) >= since:
                 outcome.latencies.append(now - float(sent_at))
     finally:
         await ws.close()
@@ -227,8 +229,12 @@ async def measure(
         process.stdin.flush()
     assert daphne.process is not None
     pid = daphne.process.pid
-    watchers = [asyncio.ensure_future(watch(ws, outcome, until=t0 + seconds + 5)) for ws in sockets]
-    await asyncio.sleep(max(0.0, t0 + 2 - time.time()))  # the first two seconds: warm-up
+    warm = t0 + 5  # the first five seconds: the runtimes open their connections
+    watchers = [
+        asyncio.ensure_future(watch(ws, outcome, since=warm, until=t0 + seconds + 5))
+        for ws in sockets
+    ]
+    await asyncio.sleep(max(0.0, warm - time.time()))
     rows0, cpu0, clock0 = events_stored(database), process_cpu(pid), time.time()
     await asyncio.sleep(max(0.0, t0 + seconds - time.time()))
     rows1, cpu1, clock1 = events_stored(database), process_cpu(pid), time.time()
@@ -263,6 +269,7 @@ def main() -> None:
     parser.add_argument("--burst-seconds", type=float, default=15.0)
     parser.add_argument("--procs", type=int, default=4, help="worker processes of runtimes")
     parser.add_argument("--reps", type=int, default=1, help="repetitions (interleaved)")
+    parser.add_argument("--transports", default=",".join(TRANSPORTS), help="which, in order")
     args = parser.parse_args()
     if args.worker:
         args.runs = int(args.runs)
@@ -282,7 +289,8 @@ def main() -> None:
             plan.append(("saturated", args.burst_runs))
         for rep in range(args.reps):
             for mode, size in plan:
-                order = TRANSPORTS if rep % 2 == 0 else TRANSPORTS[::-1]
+                chosen = args.transports.split(",")
+                order = chosen if rep % 2 == 0 else chosen[::-1]
                 for transport in order:
                     other = OtherWork()
                     log = Path(tmp) / f"daphne-{transport}-{mode}-{size}-{rep}.log"
