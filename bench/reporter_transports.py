@@ -118,6 +118,7 @@ class Outcome:
     delivered_runs: int = 0
     committed_rate: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    sent_at: list[float] = field(default_factory=list)  # when each latency's event was sent
     missing: int = 0
     duplicates: int = 0
     out_of_order: int = 0
@@ -130,6 +131,13 @@ class Outcome:
     def exact(self) -> bool:
         return not (self.missing or self.duplicates or self.out_of_order)
 
+    def second_half_p99(self) -> float:
+        """The p99 of the events sent in the window's second half: a server that caught up
+        after the warm-up's backlog shows it here, one falling behind grows."""
+        middle = (min(self.sent_at) + max(self.sent_at)) / 2
+        late = [v for v, t in zip(self.latencies, self.sent_at, strict=True) if t >= middle]
+        return percentile(late, 99)
+
     def line(self, tag: str) -> str:
         committed_events = self.committed_rate * self.seconds
         per_core = committed_events / self.server_cpu if self.server_cpu else float("nan")
@@ -137,7 +145,8 @@ class Outcome:
         offered = self.runs if self.mode == "paced" else float("nan")
         latency = (
             f"event -> inspector p50 {percentile(self.latencies, 50) * 1e3:.1f} ms, "
-            f"p99 {percentile(self.latencies, 99) * 1e3:.1f} ms (n={len(self.latencies)}); "
+            f"p99 {percentile(self.latencies, 99) * 1e3:.1f} ms (n={len(self.latencies)}), "
+            f"p99 of the second half {self.second_half_p99() * 1e3:.1f} ms; "
             if self.latencies else ""
         )
         return (
@@ -191,6 +200,7 @@ async def watch(ws: Any, outcome: Outcome, *, since: float, until: float) -> Non
             sent_at = message["event"].get("text")  # the run's final run_status has none
             if sent_at is not None and float(sent_at) >= since:
                 outcome.latencies.append(now - float(sent_at))
+                outcome.sent_at.append(float(sent_at))
     finally:
         await ws.close()
     outcome.missing += max(0, last - len(seen))
