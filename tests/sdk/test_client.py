@@ -226,19 +226,21 @@ def test_background_batches_are_taken_while_the_caller_keeps_appending():
     queue: no batch may see the queue mutate under it (found by the saturated bench)."""
     fake = FakeRunServer().start()
     switching = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # hand the GIL over as often as possible: races show
     try:
         reporter = background_reporter(fake.url, batch_size=500, flush_interval=0)
         sent = 0
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and sent < 100_000:
-            room = 2_000 - (reporter.next_seq - 1 - reporter.last_acked_seq)
-            for _ in range(room):
-                reporter.event("agent_text", agent="a", text="x")
-                sent += 1
+        sys.setswitchinterval(1e-6)  # hand the GIL over as often as possible: races show
+        try:
+            while time.monotonic() < deadline and sent < 100_000:
+                room = 2_000 - (reporter.next_seq - 1 - reporter.last_acked_seq)
+                for _ in range(room):
+                    reporter.event("agent_text", agent="a", text="x")
+                    sent += 1
+        finally:
+            sys.setswitchinterval(switching)
         assert reporter.close(timeout=30) is True, reporter.error
         assert reporter.error is None
         assert fake.seqs(reporter.run_id) == list(range(1, sent + 1))
     finally:
-        sys.setswitchinterval(switching)
         fake.stop()

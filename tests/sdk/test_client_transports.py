@@ -245,6 +245,7 @@ def test_a_socket_the_server_will_not_upgrade_falls_back_to_http_once(server, ca
     reporter.start(workflow="Generator", enterprise_id="acme")
     assert reporter.wait_started(10)
     site.manage("shell", "-c", REVOKE)
+    time.sleep(1.5)  # the Daphne's cache of the token ends (runs.services.tokens.TOKEN_CACHE_S)
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
         reporter.event("agent_text", agent="a", text="x")
         assert reporter.close(timeout=5) is False

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import itertools
 import json
 import logging
 import threading
@@ -338,9 +337,12 @@ class BackgroundSender:
             seqs: list[int] = []
             parts: list[bytes] = []
             size = 0
-            # Copied in one C call (the GIL held throughout): the caller's thread appends
-            # without the lock, and a Python loop over the deque itself would see it mutate.
-            for seq, data in list(itertools.islice(self.queue, reporter.batch_size)):
+            # By index, not by iterating: the caller's thread appends without the lock, and an
+            # iterator over a deque that grows raises. Only this thread removes from the left,
+            # so the entries read here stay where they are.
+            queue = self.queue
+            for index in range(min(len(queue), reporter.batch_size)):
+                seq, data = queue[index]
                 size += len(data) + 1
                 if parts and (len(parts) >= reporter.batch_size or size > MAX_BATCH_BYTES):
                     break
