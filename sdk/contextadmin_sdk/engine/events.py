@@ -52,6 +52,8 @@ EVENT_FIELDS: tuple[str, ...] = (
     "rule",
 )
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
+_EVENT_TYPE_SET = frozenset(EVENT_TYPES)  # membership on every event: a set, not a tuple scan
+_EVENT_FIELD_SET = frozenset(EVENT_FIELDS)
 # The rules a refused context_set broke (contextadmin_sdk.engine.state.context_set_refusal names
 # them).
 WARNING_RULES: tuple[str, ...] = (
@@ -126,15 +128,15 @@ def validate_event(event: Any) -> list[str]:
     """Return what is wrong with an event ([] when valid); each problem names its field."""
     if not isinstance(event, Mapping):
         return ["event: must be an object"]
-    problems = [
+    problems = [] if _EVENT_FIELD_SET.issuperset(event) else [
         f"{key}: unknown field (allowed: {', '.join(EVENT_FIELDS)})"
         for key in event
-        if key not in EVENT_FIELDS
+        if key not in _EVENT_FIELD_SET
     ]
     type_ = event.get("type")
     if type_ is None:
         problems.append(f"type: required (one of {', '.join(EVENT_TYPES)})")
-    elif type_ not in EVENT_TYPES:
+    elif type_ not in _EVENT_TYPE_SET:
         problems.append(f"type: must be one of {', '.join(EVENT_TYPES)}")
     seq = event.get("seq")
     if "seq" in event and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
@@ -145,7 +147,9 @@ def validate_event(event: Any) -> list[str]:
     sender_given = event.get("agent", event.get("sender"))
     sender = event_sender(event)
     sender_field = "agent" if "agent" in event or "sender" not in event else "sender"
-    sender_problem = _json_problem(sender_field, sender_given)
+    sender_problem = None if isinstance(sender_given, str) else _json_problem(
+        sender_field, sender_given
+    )
     if sender_problem:  # e.g. an object sender nested too deeply to store
         problems.append(sender_problem)
     elif sender_given is not None and sender is None:
