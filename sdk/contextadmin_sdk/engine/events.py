@@ -136,7 +136,7 @@ def validate_event(event: Any) -> list[str]:
     type_ = event.get("type")
     if type_ is None:
         problems.append(f"type: required (one of {', '.join(EVENT_TYPES)})")
-    elif type_ not in _EVENT_TYPE_SET:
+    elif not (isinstance(type_, str) and type_ in _EVENT_TYPE_SET):  # a list is unhashable
         problems.append(f"type: must be one of {', '.join(EVENT_TYPES)}")
     seq = event.get("seq")
     if "seq" in event and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
