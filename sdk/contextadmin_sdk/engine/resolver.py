@@ -7,7 +7,7 @@ Rendering: strings verbatim, every other value as compact JSON (``true``, ``25``
 
 Seed 004's namespaces: given ``namespaces`` (a run's ``{"agent": {...}, "world": {...}}``;
 ``RunState.resolve`` passes its own), ``{{agent.…}}`` and ``{{world.…}}`` read them, before any
-variable or node (no variable, agent or tool may take those names: ``format.py``). Without
+variable or node (no variable, agent or tool may take those names: ``format``). Without
 ``namespaces`` they resolve as before.
 
 Hostile input costs linear time and never overflows the stack: references are found by a
