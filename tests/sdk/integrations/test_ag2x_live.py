@@ -18,7 +18,7 @@ from devservers.processes import PROJECT
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
 from tests.support.loops import in_own_loop
 
-from .test_ag2_live import api
+from .test_autogen_live import api
 
 pytestmark = pytest.mark.slow
 

@@ -158,7 +158,7 @@ def test_a_runtime_killed_mid_chat_resumes_its_flags_and_seq(site, tmp_path: Pat
         [
             sys.executable,
             "-m",
-            "tests.sdk.integrations.crash_child",
+            "tests.sdk.integrations.crash_child_autogen",
             server.url,
             token,
             str(tmp_path),
