@@ -1,5 +1,6 @@
 """A runtime that dies mid-chat: runs the demo chat reporting to a server and SIGKILLs itself
-right after the run event with seq ``kill_after`` (python -m tests.sdk.integrations.crash_child_autogen)."""
+right after the run event with seq ``kill_after``
+(python -m tests.sdk.integrations.crash_child_autogen)."""
 
 import os
 import signal

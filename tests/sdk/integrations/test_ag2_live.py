@@ -99,7 +99,7 @@ async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
         [
             sys.executable,
             "-m",
-            "tests.sdk.integrations.crash_child_ag2x",
+            "tests.sdk.integrations.crash_child_ag2",
             server.url,
             token,
             str(tmp_path),

@@ -1,6 +1,6 @@
 """An AG2 1.x runtime that dies mid-workflow: runs the demo workflow reporting to a server and
 SIGKILLs itself right after the run event with seq ``kill_after``
-(python -m tests.sdk.integrations.crash_child_ag2x URL TOKEN SPOOL_DIR KILL_AFTER)."""
+(python -m tests.sdk.integrations.crash_child_ag2 URL TOKEN SPOOL_DIR KILL_AFTER)."""
 
 import asyncio
 import os
