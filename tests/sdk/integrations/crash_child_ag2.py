@@ -8,21 +8,15 @@ import signal
 import sys
 
 from contextadmin_sdk.client import RunReporter
-from contextadmin_sdk.integrations.ag2 import attach
 
-from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
+from tests.sdk.integrations.workflows import attach_demo
 
 
 async def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:
     demo = await demo_workflow()
-    session = attach(
-        demo.graph,
-        DEMO_CONFIG,
-        hub=demo.hub,
-        agents=demo.agents,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
+    session = attach_demo(
+        demo,
         reporter=RunReporter(url, token),
         spool_dir=spool_dir,
     )

@@ -8,35 +8,26 @@ import sys
 
 from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.client import RunReporter
-from contextadmin_sdk.integrations.autogen import attach
 
-from runs.demo_chats.autogen_chat import (
-    DEMO_CONFIG,
-    DEMO_WORKFLOW,
-    OPENING,
-    demo_pattern,
-)
+from runs.demo_chats.autogen_chat import OPENING, demo_pattern
+from tests.sdk.integrations.chats import attach_demo_chat
 
 
 def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:
     pattern = demo_pattern()
-    session = attach(
+    session = attach_demo_chat(
         pattern,
-        DEMO_CONFIG,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
         reporter=RunReporter(url, token),
         spool_dir=spool_dir,
     )
     print(f"RUN_ID={session.run_id}", flush=True)
     emit = session._emit  # the crash hook: the only thing this child changes
 
-    def emit_then_die(event: dict) -> bool:
-        done = emit(event)
+    def emit_then_die(event: dict) -> object:
+        applied = emit(event)
         if event.get("seq") == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
-        return done
+        return applied
 
     session._emit = emit_then_die  # type: ignore[method-assign]
     with session:

@@ -4,21 +4,17 @@ and hand-off path, and a runtime SIGKILLed mid-workflow resumes in a new process
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from contextadmin_sdk.client import RunReporter
-from contextadmin_sdk.integrations.ag2 import attach
 
-from devservers.processes import PROJECT
-from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
 from tests.support.loops import in_own_loop
 
-from .test_autogen_live import api
+from .live import api, crashed_run
+from .workflows import attach_demo
 
 pytestmark = pytest.mark.slow
 
@@ -38,14 +34,8 @@ def _flips_and_path(state: dict[str, Any]) -> tuple[list[Any], list[Any]]:
 async def test_a_1x_workflow_reaches_the_server_completed_with_the_adapters_state(site) -> None:
     server, token = site
     demo = await demo_workflow()
-    session = attach(
-        demo.graph,
-        DEMO_CONFIG,
-        hub=demo.hub,
-        agents=demo.agents,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
+    session = attach_demo(
+        demo,
         reporter=RunReporter(server.url, token),
     )
     async with session:
@@ -95,37 +85,13 @@ async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
     site, tmp_path: Path
 ) -> None:
     server, token = site
-    child = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.sdk.integrations.crash_child_ag2",
-            server.url,
-            token,
-            str(tmp_path),
-            "8",
-        ],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run_id = crashed_run(
+        "crash_child_ag2", url=server.url, token=token, spool_dir=tmp_path, kill_after=8
     )
-    assert child.returncode == -9, child.stderr[-2000:]  # SIGKILL after event #8
-    run_id = child.stdout.split("RUN_ID=")[1].split()[0]
-    spool = tmp_path / f"{run_id}.jsonl"
-    assert [
-        json.loads(line).get("event", {}).get("seq") for line in spool.read_text().splitlines()
-    ][-1] == 8
 
     demo = await demo_workflow(answers=["Looks right."])
-    session = attach(
-        demo.graph,
-        DEMO_CONFIG,
-        hub=demo.hub,
-        agents=demo.agents,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
+    session = attach_demo(
+        demo,
         reporter=RunReporter(server.url, token),
         spool_dir=tmp_path,
         run_id=run_id,
@@ -143,7 +109,8 @@ async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
     async with session:
         await run_demo(demo, session, opening=overview)
     await demo.hub.close()
-    resumed = session.events[8:]
+    # session.events holds what the crashed process had not delivered, then this process's
+    resumed = [event for event in session.events if event["seq"] > 8]
     assert resumed[0] == {"type": "agent_text", "agent": "user", "text": overview, "seq": 9}
     # The continuing agent got the overview: the saved plan routes the user to HandoffsAgent.
     assert [e.get("agent") for e in resumed[1:4]] == ["HandoffsAgent", "user", "HandoffsAgent"]

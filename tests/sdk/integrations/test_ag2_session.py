@@ -15,11 +15,12 @@ from contextadmin_sdk.integrations.ag2 import HandoffRuleError, attach
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
 from tests.support.loops import in_own_loop
 
-from .chats import config, derived, env_flag
+from .chats import PLAN_OWNER, attach_demo_chat, config, derived, env_flag
 from .workflows import (
     INTERVIEW_DONE,
     TO_PLANNER,
     ToolCall,
+    attach_demo,
     failing_tool,
     record_plan,
     speakers,
@@ -30,15 +31,7 @@ from .workflows import (
 @in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_demo_workflow_context_flips_handoffs_and_path() -> None:
     demo = await demo_workflow()
-    session = attach(
-        demo.graph,
-        DEMO_CONFIG,
-        hub=demo.hub,
-        agents=demo.agents,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
-    )
+    session = attach_demo(demo)
     with session:
         reason = await run_demo(demo, session)
     assert reason == "reviewed"  # the graph's own ContextEquals(handoffs_reviewed) ended it
@@ -107,24 +100,16 @@ async def test_demo_workflow_context_flips_handoffs_and_path() -> None:
 @in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_seeded_context_vars_are_what_a_classic_run_gets() -> None:
     from autogen.agentchat.group import ContextVariables
-    from contextadmin_sdk.integrations.autogen import attach as attach_classic
 
     from runs.demo_chats.autogen_chat import demo_pattern
 
     environ = {"CONTEXT_AWARE": "yes", "MONETIZATION_ENABLED": "0"}
     pattern = demo_pattern()
     pattern.context_variables = ContextVariables()
-    attach_classic(
-        pattern, DEMO_CONFIG, workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ=environ
-    )
+    attach_demo_chat(pattern, environ=environ)
     demo = await demo_workflow()
-    session = attach(
-        demo.graph,
-        DEMO_CONFIG,
-        hub=demo.hub,
-        agents=demo.agents,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
+    session = attach_demo(
+        demo,
         environ=environ,
     )
     knobs = session.knobs(context_vars={"mine": 1}, labels_seen=True)
@@ -144,19 +129,7 @@ async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_re
             "tool_failed", {"type": "tool_response", "tool": "failing_tool", "status": "error"}
         ),
         derived("planned", {"type": "tool_response", "tool": "record_plan"}),
-        database=[
-            {
-                "name": "plan_owner",
-                "type": "string",
-                "source": {
-                    "type": "database",
-                    "database_name": "db",
-                    "collection": "Plans",
-                    "search_by": "enterprise_id",
-                    "field": "owner",
-                },
-            }
-        ],
+        database=[PLAN_OWNER],
         handoffs=[
             {
                 "source_agent": "InterviewAgent",
@@ -176,14 +149,7 @@ async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_re
         ],
         tools=[record_plan, failing_tool],
     )
-    session = attach(
-        workflow.graph,
-        cfg,
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-        **workflow.attach_args(),
-    )
+    session = workflow.attach(cfg)
     with session:
         await workflow.run(session)
     assert speakers(session) == [
@@ -238,13 +204,9 @@ async def test_production_run_with_a_rule_on_a_suppressed_variable_completes(
     )
     workflow = await two_stage(interview=["NEXT"], answers=[])
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.integrations.ag2"):
-        session = attach(
-            workflow.graph,
+        session = workflow.attach(
             cfg,
-            workflow_name="W",
-            enterprise_id="e",
             environ={"ENVIRONMENT": "production", "MONETIZATION_ENABLED": "1"},
-            **workflow.attach_args(),
         )
         with session:
             await workflow.run(session)
@@ -316,16 +278,11 @@ async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_
     workflow.graph.transitions.insert(
         0, Transition(FromSpeaker(ids["InterviewAgent"]), AgentTarget(ids["Planner"]))
     )
-    session = attach(
-        workflow.graph,
+    session = workflow.attach(
         config(
             INTERVIEW_DONE,
             handoffs=[{**TO_PLANNER, "source_agent": "Planner", "target_agent": "Closer"}],
         ),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-        **workflow.attach_args(),
     )
     with session:
         await workflow.run(session)
@@ -347,14 +304,7 @@ async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_
 @in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_workflow_that_raises_pauses_the_run() -> None:
     workflow = await two_stage(interview=["NEXT"], answers=[])
-    session = attach(
-        workflow.graph,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-        **workflow.attach_args(),
-    )
+    session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
     with pytest.raises(TimeoutError):
         async with session:
             await session.finished(timeout=0.05)  # the channel was never opened

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +17,13 @@ from contextadmin_sdk.engine import build_context, replay
 from contextadmin_sdk.integrations.autogen import attach
 from websockets.sync.client import connect
 
-from devservers.processes import PROJECT, Daphne, wait_for_port
+from devservers.processes import Daphne, wait_for_port
 from runs.demo_chats.autogen_chat import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
 
+from .chats import attach_demo_chat
+from .live import api, crashed_run
+
 pytestmark = pytest.mark.slow
-
-
-def api(url: str, token: str, path: str) -> Any:
-    request = urllib.request.Request(  # noqa: S310  (loopback test server)
-        url + path, headers={"Authorization": f"Bearer {token}"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-        return json.loads(response.read())
 
 
 def staff_session(server: Any) -> str:
@@ -52,12 +44,8 @@ def run_demo(session: Any, pattern: Any) -> None:
 def test_a_real_chat_reaches_the_server_and_its_state_equals_the_adapters(site) -> None:
     server, token = site
     pattern = demo_pattern()
-    session = attach(
+    session = attach_demo_chat(
         pattern,
-        DEMO_CONFIG,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
         reporter=RunReporter(server.url, token),
     )
     run_demo(session, pattern)
@@ -118,20 +106,14 @@ def test_server_down_then_up_the_chat_is_not_slowed_and_everything_arrives(
     late = Daphne(server.env, tmp_path / "late.log")  # not started yet: its port refuses
 
     pattern = demo_pattern()
-    baseline = attach(
-        pattern, DEMO_CONFIG, workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ={}
-    )
+    baseline = attach_demo_chat(pattern)
     began = time.perf_counter()
     run_demo(baseline, pattern)
     without_server = time.perf_counter() - began
 
     pattern = demo_pattern()
-    session = attach(
+    session = attach_demo_chat(
         pattern,
-        DEMO_CONFIG,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
         reporter=RunReporter(late.url, token),
         spool_dir=tmp_path,
         flush_timeout=30,
@@ -154,35 +136,13 @@ def test_server_down_then_up_the_chat_is_not_slowed_and_everything_arrives(
 
 def test_a_runtime_killed_mid_chat_resumes_its_flags_and_seq(site, tmp_path: Path) -> None:
     server, token = site
-    child = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.sdk.integrations.crash_child_autogen",
-            server.url,
-            token,
-            str(tmp_path),
-            "8",
-        ],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run_id = crashed_run(
+        "crash_child_autogen", url=server.url, token=token, spool_dir=tmp_path, kill_after=8
     )
-    assert child.returncode == -9, child.stderr[-2000:]  # SIGKILL after event #8
-    run_id = child.stdout.split("RUN_ID=")[1].split()[0]
-    spool = tmp_path / f"{run_id}.jsonl"
-    assert [
-        json.loads(line).get("event", {}).get("seq") for line in spool.read_text().splitlines()
-    ][-1] == 8
 
     pattern = demo_pattern()
-    session = attach(
+    session = attach_demo_chat(
         pattern,
-        DEMO_CONFIG,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
         reporter=RunReporter(server.url, token),
         spool_dir=tmp_path,
         run_id=run_id,
@@ -230,12 +190,8 @@ def test_a_chat_that_raises_pauses_the_run_then_resumes_running_until_completed(
         return pattern
 
     pattern = exploding_pattern()
-    session = attach(
+    session = attach_demo_chat(
         pattern,
-        DEMO_CONFIG,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
         reporter=RunReporter(server.url, token),
     )
     with pytest.raises(RuntimeError, match="provider is down"), session:
@@ -245,12 +201,8 @@ def test_a_chat_that_raises_pauses_the_run_then_resumes_running_until_completed(
     assert state["state"]["context"]["interview_complete"] is True
 
     pattern = demo_pattern()
-    resumed = attach(
+    resumed = attach_demo_chat(
         pattern,
-        DEMO_CONFIG,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
         reporter=RunReporter(server.url, token),
         run_id=session.run_id,
     )
@@ -276,12 +228,8 @@ def test_a_chat_that_raises_pauses_the_run_then_resumes_running_until_completed(
 def test_a_refused_token_never_hurts_the_chat_and_is_logged_once(site, caplog) -> None:
     server, _ = site
     pattern = demo_pattern()
-    session = attach(
+    session = attach_demo_chat(
         pattern,
-        DEMO_CONFIG,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
         reporter=RunReporter(server.url, "ca_00000000_not-a-real-token"),
     )
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"), session:

@@ -16,14 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runs.demo_chats.autogen_chat import (
-    DEMO_CONFIG,
     DEMO_WORKFLOW,
     OPENING,
     demo_pattern,
 )
 
 from .chats import (
+    INTERVIEW_DONE,
+    PLAN_OWNER,
+    TO_PLANNER,
     ToolCall,
+    attach_demo_chat,
     config,
     derived,
     env_flag,
@@ -31,16 +34,6 @@ from .chats import (
     record_plan,
     two_stage_pattern,
 )
-
-INTERVIEW_DONE = derived(
-    "interview_complete",
-    {"type": "agent_text", "agent": "InterviewAgent", "match": {"equals": "NEXT"}},
-)
-TO_PLANNER = {
-    "source_agent": "InterviewAgent",
-    "target_agent": "Planner",
-    "condition": "${interview_complete}",
-}
 
 
 def speakers(result: Any) -> list[str]:
@@ -57,9 +50,7 @@ def run_chat(pattern: Any, session: Any, *, rounds: int = 30) -> Any:
 def test_demo_chat_speaker_order_context_and_flips() -> None:
     pattern = demo_pattern()
     before = pattern.context_variables
-    session = attach(
-        pattern, DEMO_CONFIG, workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ={}
-    )
+    session = attach_demo_chat(pattern)
     with session:
         result, context, _ = initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
 
@@ -209,19 +200,7 @@ def test_turn_count_and_tool_triggers_with_an_error_status() -> None:
 def test_a_tools_context_change_is_reported_as_context_set() -> None:
     cfg = config(
         derived("planned", {"type": "tool_response", "tool": "record_plan"}),
-        database=[
-            {
-                "name": "plan_owner",
-                "type": "string",
-                "source": {
-                    "type": "database",
-                    "database_name": "db",
-                    "collection": "Plans",
-                    "search_by": "enterprise_id",
-                    "field": "owner",
-                },
-            }
-        ],
+        database=[PLAN_OWNER],
         handoffs=[TO_PLANNER],
     )
     cfg["context_variables"]["derived_variables"].insert(0, INTERVIEW_DONE)
