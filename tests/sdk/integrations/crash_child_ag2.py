@@ -3,13 +3,12 @@ SIGKILLs itself right after the run event with seq ``kill_after``
 (python -m tests.sdk.integrations.crash_child_ag2 URL TOKEN SPOOL_DIR KILL_AFTER)."""
 
 import asyncio
-import os
-import signal
 import sys
 
 from contextadmin_sdk.client import RunReporter
 
 from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
+from tests.sdk.integrations.live import die_after
 from tests.sdk.integrations.workflows import attach_demo
 
 
@@ -21,15 +20,7 @@ async def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:
         spool_dir=spool_dir,
     )
     print(f"RUN_ID={session.run_id}", flush=True)
-    emit = session._emit  # the crash hook: the only thing this child changes
-
-    def emit_then_die(event: dict) -> object:
-        applied = emit(event)
-        if event.get("seq") == kill_after:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return applied
-
-    session._emit = emit_then_die  # type: ignore[method-assign]
+    die_after(session, kill_after)
     with session:
         await run_demo(demo, session)
 

@@ -2,8 +2,6 @@
 right after the run event with seq ``kill_after``
 (python -m tests.sdk.integrations.crash_child_autogen)."""
 
-import os
-import signal
 import sys
 
 from autogen.agentchat import initiate_group_chat
@@ -11,6 +9,7 @@ from contextadmin_sdk.client import RunReporter
 
 from runs.demo_chats.autogen_chat import OPENING, demo_pattern
 from tests.sdk.integrations.chats import attach_demo_chat
+from tests.sdk.integrations.live import die_after
 
 
 def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:
@@ -21,15 +20,7 @@ def main(url: str, token: str, spool_dir: str, kill_after: int) -> None:
         spool_dir=spool_dir,
     )
     print(f"RUN_ID={session.run_id}", flush=True)
-    emit = session._emit  # the crash hook: the only thing this child changes
-
-    def emit_then_die(event: dict) -> object:
-        applied = emit(event)
-        if event.get("seq") == kill_after:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return applied
-
-    session._emit = emit_then_die  # type: ignore[method-assign]
+    die_after(session, kill_after)
     with session:
         initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
 

@@ -4,6 +4,8 @@ dies mid-run in a process of its own."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -47,3 +49,17 @@ def crashed_run(child: str, *, url: str, token: str, spool_dir: Path, kill_after
         json.loads(line).get("event", {}).get("seq") for line in spool.read_text().splitlines()
     ][-1] == kill_after
     return run_id
+
+
+def die_after(session: Any, kill_after: int) -> None:
+    """Make this process SIGKILL itself right after the session applies the run event with seq
+    ``kill_after`` (a crash child's only change to the session)."""
+    emit = session._emit
+
+    def emit_then_die(event: dict[str, Any]) -> object:
+        applied = emit(event)
+        if event.get("seq") == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return applied
+
+    session._emit = emit_then_die
