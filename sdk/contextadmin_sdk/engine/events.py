@@ -13,7 +13,7 @@ object with ``.name`` or a mapping with ``"name"``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .format import IDENTIFIER_MAX_CHARS, JSON_MAX_DEPTH, NAME_MAX_CHARS, json_value_problem
@@ -52,8 +52,7 @@ EVENT_FIELDS: tuple[str, ...] = (
     "rule",
 )
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
-_EVENT_TYPE_SET = frozenset(EVENT_TYPES)  # membership on every event: a set, not a tuple scan
-_EVENT_FIELD_SET = frozenset(EVENT_FIELDS)
+_EVENT_FIELD_SET = frozenset(EVENT_FIELDS)  # membership on every event: a set, not a tuple scan
 # The rules a refused context_set broke (contextadmin_sdk.engine.state.context_set_refusal names
 # them).
 WARNING_RULES: tuple[str, ...] = (
@@ -103,6 +102,17 @@ def _name_problem(event: Mapping[str, Any], *, required_for: str) -> str | None:
     return None
 
 
+def _choice_problem(
+    field: str, value: Any, choices: Collection[str], *, required: str
+) -> str | None:
+    """A field that takes one of ``choices``: missing (``required`` says for what) or another."""
+    if value is None:
+        return f"{field}: required{required} (one of {', '.join(choices)})"
+    if value not in choices:
+        return f"{field}: must be one of {', '.join(choices)}"
+    return None
+
+
 def _warning_problems(event: Mapping[str, Any]) -> list[str]:
     problems = []
     problem = _name_problem(event, required_for="warning")
@@ -110,11 +120,9 @@ def _warning_problems(event: Mapping[str, Any]) -> list[str]:
         problems.append(problem)
     if "value" not in event:
         problems.append("value: required for warning (the value that was refused)")
-    rule = event.get("rule")
-    if rule is None:
-        problems.append(f"rule: required for warning (one of {', '.join(WARNING_RULES)})")
-    elif rule not in WARNING_RULES:
-        problems.append(f"rule: must be one of {', '.join(WARNING_RULES)}")
+    rule = _choice_problem("rule", event.get("rule"), WARNING_RULES, required=" for warning")
+    if rule:
+        problems.append(rule)
     text = event.get("text")
     if text is not None and (not isinstance(text, str) or len(text) > TEXT_MAX_CHARS):
         problems.append(f"text: must be a string of at most {TEXT_MAX_CHARS} characters")
@@ -134,10 +142,9 @@ def validate_event(event: Any) -> list[str]:
         if key not in _EVENT_FIELD_SET
     ]
     type_ = event.get("type")
-    if type_ is None:
-        problems.append(f"type: required (one of {', '.join(EVENT_TYPES)})")
-    elif not (isinstance(type_, str) and type_ in _EVENT_TYPE_SET):  # a list is unhashable
-        problems.append(f"type: must be one of {', '.join(EVENT_TYPES)}")
+    type_problem = _choice_problem("type", type_, EVENT_TYPES, required="")
+    if type_problem:
+        problems.append(type_problem)
     seq = event.get("seq")
     if "seq" in event and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
         problems.append("seq: must be a positive integer")

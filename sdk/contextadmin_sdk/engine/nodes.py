@@ -1,5 +1,5 @@
 """What a run's ``nodes`` namespace keeps of each agent and tool, within the state's budget
-(the limits are in ``format.py``): an agent's text up to ``NODE_TEXT_MAX_CHARS``, a tool's
+(the limits are in ``format``): an agent's text up to ``NODE_TEXT_MAX_CHARS``, a tool's
 response up to ``NODE_DATA_MAX_BYTES`` of JSON; a longer one is kept as a preview
 (``{"text"|"preview", "truncated": true, "chars"|"bytes", "seq"}``), and the full output is the
 event at ``seq`` in the log. Previews are a pure function of the event, so replay still rebuilds
