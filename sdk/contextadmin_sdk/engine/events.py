@@ -216,10 +216,16 @@ def validate_event(event: Any) -> list[str]:
         problems.extend(_warning_problems(event))
     # Every other field is stored and broadcast as given (``tool`` on an agent_text, say): it
     # must be plain JSON within the depth limit too, or storing it fails.
-    named = {problem.split(":", 1)[0] for problem in problems}
-    for key in EVENT_FIELDS:
-        if key in event and key not in named and key != sender_field:
-            problem = _json_problem(key, event[key])
-            if problem:
-                problems.append(problem)
+    # Strings are JSON: only the other values are walked (most events carry strings only).
+    others = [
+        key for key in EVENT_FIELDS
+        if key in event and key != sender_field and not isinstance(event[key], str)
+    ]
+    if others:
+        named = {problem.split(":", 1)[0] for problem in problems}
+        for key in others:
+            if key not in named:
+                problem = _json_problem(key, event[key])
+                if problem:
+                    problems.append(problem)
     return problems

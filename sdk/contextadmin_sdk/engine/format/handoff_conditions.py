@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Mapping
@@ -36,6 +37,13 @@ def condition_names(expr: Any) -> tuple[str, ...]:
     """
     if not isinstance(expr, str):
         raise ConditionError("a condition must be a string like ${interview_complete}")
+    return _condition_names(expr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _condition_names(expr: str) -> tuple[str, ...]:
+    # Parsed once per distinct condition: the routers evaluate them on every hand-off, and a
+    # refused one raises (not cached), so the cache holds valid conditions of <= 500 chars.
     if not expr.strip():
         raise ConditionError("a condition may not be empty")
     if len(expr) > MAX_CONDITION_LENGTH:
