@@ -9,7 +9,8 @@ the run's ingest socket), on its own fresh Daphne over one SQLite file:
   one event either way, and ``flush_interval=0`` leaves the reporter's 0.2 s linger out of the
   latency (reported apart: it adds up to 0.2 s). ``inspectors`` staff inspector sockets watch
   runs spread over them; every one must get every event of its run exactly once, in order.
-  Measured after a 5 s warm-up (the runtimes open their connections): committed events/s
+  Measured after a 5 s warm-up (the runtimes open their connections; a third of a shorter
+  run): committed events/s
   against offered (the log's rows over the window), p50/p99 event -> inspector (the wall clock
   in the event's text to its arrival), the Daphne's CPU seconds per event (so events per
   Daphne core-second), and the runtimes' CPU likewise.
@@ -239,7 +240,7 @@ async def measure(
         process.stdin.flush()
     assert daphne.process is not None
     pid = daphne.process.pid
-    warm = t0 + 5  # the first five seconds: the runtimes open their connections
+    warm = t0 + min(5.0, seconds / 3)  # the runtimes open their connections (short runs: less)
     watchers = [
         asyncio.ensure_future(watch(ws, outcome, since=warm, until=t0 + seconds + 5))
         for ws in sockets
