@@ -10,10 +10,9 @@ the run's ingest socket), on its own fresh Daphne over one SQLite file:
   latency (reported apart: it adds up to 0.2 s). ``inspectors`` staff inspector sockets watch
   runs spread over them; every one must get every event of its run exactly once, in order.
   Measured after a 5 s warm-up (the runtimes open their connections; a third of a shorter
-  run): committed events/s
-  against offered (the log's rows over the window), p50/p99 event -> inspector (the wall clock
-  in the event's text to its arrival), the Daphne's CPU seconds per event (so events per
-  Daphne core-second), and the runtimes' CPU likewise.
+  run): committed events/s against offered (the log's rows over the window), p50/p99 event ->
+  inspector (the wall clock in the event's text to its arrival), the Daphne's CPU seconds per
+  event (so events per Daphne core-second), and the runtimes' CPU likewise.
 - **saturated**: ``burst_runs`` runtimes each keep up to 200 events unacknowledged, as fast as
   the server acknowledges them: the committed events/s a Daphne sustains per transport.
 
