@@ -22,6 +22,7 @@ import pytest
 from contextadmin_sdk.client import ReportError, RunReporter
 from contextadmin_sdk.client.socket_transport import SocketConnection
 from contextadmin_sdk.client.transport import HttpConnection, encode_record
+from websockets.sync.client import connect
 
 from devservers.processes import PROJECT, free_port, process_start, process_stop, wait_for_port
 from tests.support.demo import DEMO
@@ -322,10 +323,12 @@ def test_behind_a_proxy_that_does_not_upgrade_the_reporter_goes_over_http(
 
 @pytest.fixture(scope="module")
 def limited_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, str]]:
-    """A Daphne whose tokens may make 60 requests a minute (a burst of 60, then 1 a second),
-    and a token of its own to read what was stored."""
+    """A Daphne whose tokens may make 60 requests a minute (a burst of 60, then 1 a second)
+    and hold one ingest socket each, and a token of its own to read what was stored."""
     workdir = tmp_path_factory.mktemp("limited")
-    for server in live_server_run(workdir, username="lim", API_RATE_LIMIT_PER_MINUTE="60"):
+    for server in live_server_run(
+        workdir, username="lim", API_RATE_LIMIT_PER_MINUTE="60", API_MAX_SOCKETS_PER_TOKEN="1"
+    ):
         server.manage("import_context", str(DEMO / "context_variables.json"), "--workflow",
                       "Generator")
         yield server, server.manage("create_api_token", "reader").stdout.strip()
@@ -382,3 +385,23 @@ def test_an_overloaded_token_is_told_when_to_retry_and_everything_arrives(
     assert sum("server unavailable" in m and "429" in m for m in messages) == 1, messages
     events = [event["text"] for event in stored_events(site, reader, run_id)]
     assert events == [str(i) for i in range(10)]
+
+
+def test_when_the_tokens_sockets_are_all_taken_the_reporter_goes_over_http(limited_site, caplog):
+    site, reader = limited_site
+    token = site.manage("create_api_token", "one-socket").stdout.strip()
+    reporter = reporter_for(site.url, token, "websocket")
+    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
+    assert reporter.wait_started(10)
+    with connect(  # another runtime of the token holds its one socket
+        f"{site.daphne.ws_url}/ws/ingest/{run_id}/",
+        additional_headers={"Authorization": f"Bearer {token}"},
+    ), caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        for i in range(5):
+            reporter.event("agent_text", agent="a", text=str(i))
+        assert reporter.close(timeout=20) is True
+    assert reporter.transport_in_use == "http"
+    messages = [record.getMessage() for record in caplog.records]
+    unavailable = [m for m in messages if "ingest websocket is unavailable" in m]
+    assert len(unavailable) == 1 and "API_MAX_SOCKETS_PER_TOKEN" in unavailable[0], messages
+    assert [e["text"] for e in stored_events(site, reader, run_id)] == [str(i) for i in range(5)]
