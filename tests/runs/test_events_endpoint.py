@@ -308,3 +308,63 @@ async def test_an_event_post_reaches_an_inspector_group_before_its_answer():
     async with asyncio.timeout(0):  # already delivered when the answer came
         message = await layer.receive(member)
     assert [seq for seq, _ in message["items"]] == [1]
+
+
+async def test_concurrent_posts_for_many_runs_share_commits_and_each_gets_its_own_answer(
+    monkeypatch,
+):
+    """Twelve runtimes post at once: their batches share the group commit's transactions, each
+    gets the answer it would get alone, and the two bad batches among them fail alone."""
+    import time
+
+    secret = await sync_to_async(_setup)()
+    run_ids = [f"run-{i}" for i in range(12)]
+    for run_id in run_ids:
+        await sync_to_async(_run)(run_id)
+    rounds: list[list[str]] = []
+    original = ingest.events_ingest_many
+
+    def recorded(*, requests):
+        rounds.append([r.run_id for r in requests])
+        if len(rounds) == 1:
+            time.sleep(0.3)  # a slow first commit: the others queue for the next round
+        return original(requests=requests)
+
+    monkeypatch.setattr(ingest, "events_ingest_many", recorded)
+    bodies = {run_id: batch(1, 2, 3, text=run_id) for run_id in run_ids}
+    bodies["run-10"] = batch(5, text="run-10")  # a gap: 409
+    bodies["run-11"] = json.dumps(
+        {"events": [{**EVENT, "seq": 1}, {"type": "agent_text", "agent": 7}]}
+    ).encode()  # a bad second event: 400, the first not stored either
+    responses = await asyncio.gather(
+        *(call(application, f"/api/runs/{r}/events/", bodies[r], secret=secret) for r in run_ids)
+    )
+    answers = {
+        r: (resp["status"], json.loads(resp["body"]))
+        for r, resp in zip(run_ids, responses, strict=True)
+    }
+
+    assert sorted(len(group) for group in rounds)[-1] > 1, rounds  # transactions were shared
+    assert sorted(r for group in rounds for r in group) == sorted(run_ids)  # each in one round
+    for run_id in run_ids[:10]:
+        status, body = answers[run_id]
+        assert status == 200 and body["last_seq"] == 3, (run_id, body)
+        assert [a["seq"] for a in body["acks"]] == [1, 2, 3]
+        assert not any(a.get("duplicate") for a in body["acks"])
+    assert answers["run-10"][0] == 409 and "seq" in answers["run-10"][1]["error"]
+    assert answers["run-11"][0] == 400 and answers["run-11"][1]["error"].startswith("events[1]")
+
+    def stored() -> dict[str, list[str]]:
+        texts: dict[str, list[str]] = {r: [] for r in run_ids}
+        for run_id, text in RunEvent.objects.order_by("seq").values_list("run_id", "payload__text"):
+            texts[run_id].append(text)
+        return texts
+
+    texts = await sync_to_async(stored)()
+    assert all(texts[r] == [r] * 3 for r in run_ids[:10]), texts
+    assert texts["run-10"] == [] and texts["run-11"] == []
+    # A retry of a whole batch (its answer lost) is acknowledged as duplicates, stored once.
+    again = await call(application, "/api/runs/run-3/events/", bodies["run-3"], secret=secret)
+    acks = json.loads(again["body"])["acks"]
+    assert again["status"] == 200 and all(a["duplicate"] for a in acks)
+    assert (await sync_to_async(stored)())["run-3"] == ["run-3"] * 3
