@@ -21,4 +21,7 @@ FIGURES: tuple[str, ...] = (
     "B10",
     "B11",
     "B12",
+    "B13.http",
+    "B13.prod",
+    "B13.post",
 )

@@ -341,6 +341,12 @@ class Bench:
 
         scale.figures(self, Figure)
 
+    def reporting(self) -> None:
+        """B13: runtimes reporting with RunReporter over HTTP (bench/reporting_figures.py)."""
+        from bench import reporting_figures
+
+        reporting_figures.figures(self, Figure)
+
     # -- live servers ---------------------------------------------------------------------------
     def live(self) -> None:
         redis_figures = ("B4.B1", "B4.B2.http", "B4.B2.ws", "B4.B3")
@@ -678,6 +684,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.impact,
         ]
         steps.append(bench.scale)
+        steps.append(bench.reporting)
         for step in steps:
             step()
     finally:

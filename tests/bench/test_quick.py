@@ -12,7 +12,7 @@ import pytest
 from bench import FIGURES
 
 PROJECT = Path(__file__).resolve().parents[2]
-SCALE_FIGURES = ("B10", "B11")  # tests/bench/test_scale.py
+SCALE_FIGURES = ("B10", "B11", "B13.http", "B13.prod", "B13.post")  # test_scale, test_reporting
 
 
 @pytest.mark.slow

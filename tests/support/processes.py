@@ -78,6 +78,7 @@ class Daphne:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
     args: tuple[str, ...] = ()  # extra Daphne options, e.g. ("--ping-timeout", "5")
+    application: str = "contextadmin.asgi:application"
 
     @property
     def url(self) -> str:
@@ -99,7 +100,7 @@ class Daphne:
                 "--websocket-max-message-size",
                 "1048576",
                 *self.args,
-                "contextadmin.asgi:application",
+                self.application,
             ],
             env=self.env,
             cwd=PROJECT,
