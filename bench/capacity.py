@@ -104,11 +104,11 @@ def prune_figures(connection, pid: int, events: int) -> dict:
             " warnings, state, last_seq, flip_count, token_id, started_at, ended_at) "
             "SELECT 'old-' || g, workflow_id, workflow_name, definitions, definitions_hash,"
             " workflow_version, enterprise_id, environment, 'completed', runtime, provenance,"
-            f" warnings, state, {per_run}, 0, NULL, now() - interval '40 days',"
+            " warnings, state, %s, 0, NULL, now() - interval '40 days',"
             " now() - interval '40 days' "
             "FROM runs_run, generate_series(1, %s) g WHERE runs_run.id = "
             "(SELECT id FROM runs_run WHERE id NOT LIKE 'old-%%' LIMIT 1)",
-            [runs],
+            [per_run, runs],
         )
         cursor.execute(
             "INSERT INTO runs_runevent (run_id, seq, type, agent, payload, result, received_at) "
@@ -155,7 +155,12 @@ def redis_figures(workdir: Path, *, messages: int) -> dict:
             received = [0] * subscribers
             ready = threading.Barrier(subscribers + 1)
 
-            def listen(index: int, channel: str = channel, received: list = received) -> None:
+            def listen(
+                index: int,
+                channel: str = channel,
+                received: list = received,
+                ready: threading.Barrier = ready,
+            ) -> None:
                 client = redis_py.Redis.from_url(server.url)
                 pubsub = client.pubsub(ignore_subscribe_messages=True)
                 pubsub.subscribe(channel)

@@ -147,7 +147,8 @@ def plan(inputs: Inputs, *, runs_options: tuple[int, ...] = (10_000, 100_000),
     simulation keeps under 70% busy with p99 ≤ 150 ms), Redis, retention."""
     lines = []
     for runs in runs_options:
-        http, ws = daphnes_needed(runs, inputs.http_per_core), daphnes_needed(runs, inputs.ws_per_core)
+        http = daphnes_needed(runs, inputs.http_per_core)
+        ws = daphnes_needed(runs, inputs.ws_per_core)
         chosen: Simulated | None = None
         tried = []
         for cores in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64):
@@ -217,8 +218,9 @@ def plan_text(figures: dict, *, http_per_core: float = HTTP_PER_CORE,
         f"{inputs.round_fixed_s * 1e3:.2f} ms + {inputs.per_batch_s * 1e3:.3f} ms per batch "
         f"of core time ({1 / inputs.per_batch_s:,.0f} inserts/s per core in rounds of 100); "
         f"the committing Daphne {inputs.python_per_event_s * 1e6:.0f} µs per event; Redis "
-        f"{inputs.redis_publishes_per_core:,.0f} PUBLISHes/s, {inputs.redis_deliveries_per_core:,.0f} "
-        f"deliveries/s per core; prune {inputs.prune_events_per_s:,.0f} events/s "
+        f"{inputs.redis_publishes_per_core:,.0f} PUBLISHes/s, "
+        f"{inputs.redis_deliveries_per_core:,.0f} deliveries/s per core; "
+        f"prune {inputs.prune_events_per_s:,.0f} events/s "
         f"({inputs.prune_events_per_pg_core_s:,.0f} per PostgreSQL core-second)"
     ]
     return "\n".join(head + plan(inputs))
