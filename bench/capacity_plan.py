@@ -205,7 +205,7 @@ def inputs_from(figures: dict, *, http_per_core: float, ws_per_core: float) -> I
 
 # Daphne's per-core rates: from docs/benchmarks.md (B13.http/B13.post over HTTP, B11 over
 # the socket); pass the newest with the options below.
-HTTP_PER_CORE = 600.0
+HTTP_PER_CORE = 250.0
 WS_PER_CORE = 970.0
 
 

@@ -25,11 +25,13 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+from websockets.exceptions import InvalidStatus
 
 from bench.http import Http, HttpError
 from bench.live import event, event_arrivals_watch, ws_connect
@@ -37,6 +39,7 @@ from bench.stats import percentile
 from runs.client import RunReporter
 
 perf = time.perf_counter
+STARTS_PER_WAVE = 100  # reporters started together, then 0.1 s
 
 
 # -- what left when: the reporters' POSTs -------------------------------------------------------
@@ -157,9 +160,17 @@ async def _create_runs(base: str, secrets: Sequence[str], run_ids: Sequence[str]
 
 
 async def _open_inspector(ws_base: str, origin: str, session: str, run_id: str) -> Any:
-    ws = await ws_connect(
-        f"{ws_base}/ws/runs/{run_id}/", {"Origin": origin, "Cookie": f"sessionid={session}"}
-    )
+    for attempt in range(5):  # as the inspector page reconnects, after a refused upgrade
+        try:
+            ws = await ws_connect(
+                f"{ws_base}/ws/runs/{run_id}/",
+                {"Origin": origin, "Cookie": f"sessionid={session}"},
+            )
+            break
+        except InvalidStatus:
+            if attempt == 4:
+                raise
+            await asyncio.sleep(0.5 * (attempt + 1))
     first = orjson.loads(await asyncio.wait_for(ws.recv(), 60))
     if first.get("type") != "snapshot":
         raise RuntimeError(f"inspector: expected a snapshot first, got {first!r}")
@@ -187,6 +198,8 @@ async def many_reporters(
     reporters = [RunReporter(base, secrets[i], background=True) for i in range(runs)]
     for index, reporter in enumerate(reporters):
         reporter.start(workflow="Generator", enterprise_id=f"b13-{index}", run_id=run_ids[index])
+        if index % STARTS_PER_WAVE == STARTS_PER_WAVE - 1:  # runtimes start over a few seconds,
+            await asyncio.sleep(0.1)  # not all in one millisecond (Daphne's accept backlog)
     watched = [j * runs // inspectors for j in range(inspectors)]
     gate = asyncio.Semaphore(8)
 
@@ -235,9 +248,14 @@ async def many_reporters(
             name: (tree_cpu(pid) - cpu0[name]) / wall for name, pid in pids.items()
         }
         result.cpu["bench client"] = (own_cpu() - cpu0["bench client"]) / wall
-        closed = await asyncio.gather(
-            *(asyncio.to_thread(r.close, drain) for r in reporters)
-        )
+        deadline = perf() + drain  # everything acknowledged, or the cap
+        while perf() < deadline and any(r.last_acked_seq < total for r in reporters):
+            await asyncio.sleep(0.2)
+        with ThreadPoolExecutor(max_workers=64) as pool:
+            loop = asyncio.get_running_loop()
+            closed = await asyncio.gather(
+                *(loop.run_in_executor(pool, r.close, 5.0) for r in reporters)
+            )
         deadline = perf() + 30
         while perf() < deadline and any(len(a) < total for a in arrivals):
             await asyncio.sleep(0.1)
