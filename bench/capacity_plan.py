@@ -28,6 +28,7 @@ from pathlib import Path
 ROUND_MAX = 2_000  # runs.batching.GROUP_COMMIT_MAX_EVENTS
 STEP_S = 0.001
 DAPHNE_TARGET_UTILISATION = 0.6  # leave room for bursts, reconnect storms, inspectors
+COMMIT_WAIT_P99_S = 0.050  # a third of the 150 ms event -> inspector budget
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,11 @@ def daphnes_needed(runs: int, per_core: float) -> int:
 def plan(inputs: Inputs, *, runs_options: tuple[int, ...] = (10_000, 100_000),
          watched: float = 0.1, seconds: float = 6.0) -> list[str]:
     """Lines of the plan: per size, Daphnes (HTTP and ws), database cores (the smallest C the
-    simulation keeps under 70% busy with p99 ≤ 150 ms), Redis, retention."""
+    simulation keeps stable with a commit wait p99 ≤ 50 ms), Redis, retention.
+
+    The database shows ~90% busy at any size: each process commits whenever its previous
+    round is done, so rounds shrink as cores are added and the fixed cost of a round (the
+    commit) takes up what the cores free. The commit wait is what tells enough from too few."""
     lines = []
     for runs in runs_options:
         http = daphnes_needed(runs, inputs.http_per_core)
@@ -155,7 +160,7 @@ def plan(inputs: Inputs, *, runs_options: tuple[int, ...] = (10_000, 100_000),
             result = simulate(runs=runs, daphnes=http, db_cores=cores, inputs=inputs,
                               seconds=seconds)
             tried.append(result)
-            if result.stable and result.db_utilisation <= 0.7 and result.p99_s <= 0.150:
+            if result.stable and result.p99_s <= COMMIT_WAIT_P99_S:
                 chosen = result
                 break
         publishes = runs  # channels_redis pubsub: one PUBLISH per broadcast, watched or not
@@ -174,7 +179,10 @@ def plan(inputs: Inputs, *, runs_options: tuple[int, ...] = (10_000, 100_000),
                 f"wait p50 {r.p50_s * 1e3:.0f} ms, p99 {r.p99_s * 1e3:.0f} ms, "
                 f"{'stable' if r.stable else 'FALLING BEHIND'}"
             )
-        lines.append(f"  PostgreSQL cores for ingest: {chosen.db_cores if chosen else '> 64'}")
+        lines.append(
+            f"  PostgreSQL cores for ingest (commit wait p99 ≤ {COMMIT_WAIT_P99_S * 1e3:.0f} ms): "
+            f"{chosen.db_cores if chosen else '> 64'}"
+        )
         lines.append(f"  Redis: {redis_core:.2f} cores of redis-server (one node is one core): "
                      f"{math.ceil(redis_core / 0.5)} node(s) at ≤ 50% busy")
         lines.append(
