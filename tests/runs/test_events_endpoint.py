@@ -368,3 +368,23 @@ async def test_concurrent_posts_for_many_runs_share_commits_and_each_gets_its_ow
     acks = json.loads(again["body"])["acks"]
     assert again["status"] == 200 and all(a["duplicate"] for a in acks)
     assert (await sync_to_async(stored)())["run-3"] == ["run-3"] * 3
+
+
+async def test_a_post_gives_its_connection_back_before_waiting_for_the_commit(monkeypatch):
+    """The request's thread returns its database connection (to the pool, on PostgreSQL)
+    before the POST waits for the group commit: waiting POSTs hold none."""
+    from runs import api
+
+    secret = await sync_to_async(_setup)()
+    await sync_to_async(_run)("run-1")
+    seen: list[bool] = []
+    original = api.events_post_read
+
+    def read(request):
+        answer = original(request)
+        seen.append(connection.connection is None)  # in the request's own thread
+        return answer
+
+    monkeypatch.setattr(api, "_events_post_read_in_thread", sync_to_async(read))
+    response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
+    assert response["status"] == 200 and seen == [True]
