@@ -25,4 +25,7 @@ FIGURES: tuple[str, ...] = (
     "B13.ingest",
     "B13.latency",
     "B13.outage",
+    "B11.http",
+    "B11.prod",
+    "B11.post",
 )

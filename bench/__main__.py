@@ -394,6 +394,13 @@ class Bench:
 
         webhooks.figures(self, Figure)
 
+    def reporting(self) -> None:
+        """B11.http, B11.prod, B11.post: runtimes reporting with RunReporter over HTTP
+        (bench/reporting_figures.py)."""
+        from bench import reporting_figures
+
+        reporting_figures.figures(self, Figure)
+
     # -- live servers ---------------------------------------------------------------------------
     def live(self) -> None:
         redis_figures = ("B4.B1", "B4.B2.http", "B4.B2.ws", "B4.B3")
@@ -732,6 +739,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         steps.append(bench.scale)
         steps.append(bench.webhooks)
+        steps.append(bench.reporting)
         for step in steps:
             step()
     finally:
