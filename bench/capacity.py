@@ -92,23 +92,26 @@ def prune_figures(connection, pid: int, events: int) -> dict:
 
     from django.utils import timezone
 
+    from runs.models import Run
     from runs.services.retention import runs_prune
 
     per_run = 500
     runs = max(1, events // per_run)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO runs_run (id, workflow_id, workflow_name, definitions, definitions_hash,"
-            " workflow_version, enterprise_id, environment, status, runtime, provenance,"
-            " warnings, state, last_seq, flip_count, token_id, started_at, ended_at) "
-            "SELECT 'old-' || g, workflow_id, workflow_name, definitions, definitions_hash,"
-            " workflow_version, enterprise_id, environment, 'completed', runtime, provenance,"
-            " warnings, state, %s, 0, NULL, now() - interval '40 days',"
-            " now() - interval '40 days' "
+        # Ended copies of one run, 40 days old; every other column copied as it is (so the
+        # statement follows the model's columns).
+        ended = "now() - interval '40 days'"
+        changed = {"id": "'old-' || g", "status": "'completed'", "last_seq": "%s",
+                   "flip_count": "0", "token_id": "NULL", "started_at": ended, "ended_at": ended}
+        columns = [f.column for f in Run._meta.concrete_fields]
+        # The model's own column names and fixed SQL: nothing from outside.
+        copy = (
+            f"INSERT INTO runs_run ({', '.join(columns)}) "  # noqa: S608
+            f"SELECT {', '.join(changed.get(c, c) for c in columns)} "
             "FROM runs_run, generate_series(1, %s) g WHERE runs_run.id = "
-            "(SELECT id FROM runs_run WHERE id NOT LIKE 'old-%%' LIMIT 1)",
-            [per_run, runs],
+            "(SELECT id FROM runs_run WHERE id NOT LIKE 'old-%%' LIMIT 1)"
         )
+        cursor.execute(copy, [per_run, runs])
         cursor.execute(
             "INSERT INTO runs_runevent (run_id, seq, type, agent, payload, result, received_at) "
             "SELECT r.id, s, 'agent_text', 'InterviewAgent', jsonb_build_object('type', "
