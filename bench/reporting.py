@@ -41,6 +41,7 @@ from bench.stats import percentile
 
 perf = time.perf_counter
 STARTS_PER_WAVE = 100  # reporters started together, then 0.1 s
+INSPECTOR_PATIENCE_S = 60.0  # how long an inspector keeps reconnecting at set-up
 TRANSPORTS = ("http",)  # how a bench runtime's RunReporter sends: reporter_make
 
 
@@ -172,17 +173,22 @@ async def _create_runs(base: str, secrets: Sequence[str], run_ids: Sequence[str]
 
 
 async def _open_inspector(ws_base: str, origin: str, session: str, run_id: str) -> Any:
-    for attempt in range(5):  # as the inspector page reconnects, after a refused upgrade
+    """One inspector socket, retried for up to a minute as the inspector page reconnects: an
+    overloaded Daphne refuses upgrades (a 502 through nginx) while runtimes start."""
+    deadline = perf() + INSPECTOR_PATIENCE_S
+    attempt = 0
+    while True:
         try:
             ws = await ws_connect(
                 f"{ws_base}/ws/runs/{run_id}/",
                 {"Origin": origin, "Cookie": f"sessionid={session}"},
             )
             break
-        except InvalidStatus:
-            if attempt == 4:
+        except (InvalidStatus, OSError, TimeoutError):
+            attempt += 1
+            if perf() > deadline:
                 raise
-            await asyncio.sleep(0.5 * (attempt + 1))
+            await asyncio.sleep(min(0.5 * attempt, 5.0))
     first = orjson.loads(await asyncio.wait_for(ws.recv(), 60))
     if first.get("type") != "snapshot":
         raise RuntimeError(f"inspector: expected a snapshot first, got {first!r}")
