@@ -58,6 +58,15 @@ METHOD = """\
   and is not counted, except where it takes the GIL from the chat. B9 needs AG2 Classic (the
   `autogen` extra): without it the run prints B9 as skipped, with the command that installs it
   (`pip install -e ".[autogen]"`), and still measures and writes the other figures.
+- B9.ag2 (`bench/ag2x.py`) runs the same workflow on AG2 1.x in the same run, each 1.x run
+  right after the Classic run of the same case: a workflow channel on an in-process hub (a
+  human opens it; Asker and Answerer alternate through the `TransitionGraph` until
+  `max_turns`), scripted with `ag2.testing.TestConfig`, the same config, each run on its own
+  event loop. The cost is the wall time (and CPU time) of each observation hook of the session
+  that produced a run event: the agent middleware's `turn_ended` / `tool_ended` and the hub
+  listener's `envelope_posted` (a hand-off). Without the adapter the same graph runs with
+  plain knobs and a listener that only waits for the channel to close. It runs in B9's loop,
+  so it needs both extras (`ag2` and `autogen`).
 - B10 and B11 (`bench/scale.py`) each run on their own fresh database and Daphne (in-memory
   layer). B10 POSTs one run's events in batches of 1,000 with `seq`, back to back, and at
   100,000 events (the baseline) and at 1,000,000 measures: the database's growth per event
