@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(figures, indent=1))
     print(json.dumps(figures, indent=1))
-    print(plan_text(figures))
+    print(plan_text(figures, seconds=2.0 if args.quick else 6.0))
     return 0
 
 

@@ -221,7 +221,9 @@ WS_PER_CORE = 970.0
 
 
 def plan_text(figures: dict, *, http_per_core: float = HTTP_PER_CORE,
-              ws_per_core: float = WS_PER_CORE) -> str:
+              ws_per_core: float = WS_PER_CORE, seconds: float = 6.0) -> str:
+    """The inputs, then the plan; ``seconds``: simulated per case (the quick run's are short,
+    the simulation being most of its time)."""
     inputs = inputs_from(figures, http_per_core=http_per_core, ws_per_core=ws_per_core)
     head = [
         f"inputs: Daphne {inputs.http_per_core:,.0f} events/s per core over HTTP, "
@@ -234,7 +236,7 @@ def plan_text(figures: dict, *, http_per_core: float = HTTP_PER_CORE,
         f"prune {inputs.prune_events_per_s:,.0f} events/s "
         f"({inputs.prune_events_per_pg_core_s:,.0f} per PostgreSQL core-second)"
     ]
-    return "\n".join(head + plan(inputs))
+    return "\n".join(head + plan(inputs, seconds=seconds))
 
 
 def main(argv: list[str] | None = None) -> int:
