@@ -1,7 +1,7 @@
 """Workflows and their definitions: variables (four categories), derived triggers, hand-offs,
 and seed 004's output mappings.
 
-The rows mirror ``context_variables.json`` (sdk/contextadmin_sdk/engine/format.py); ``specs.py``
+The rows mirror ``context_variables.json`` (sdk/contextadmin_sdk/engine/format/); ``specs.py``
 translates
 between the two. Which values are valid is decided by the schema alone, so the model fields
 only carry sizes and vocabularies.

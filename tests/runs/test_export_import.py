@@ -281,7 +281,7 @@ def _many_events(run_id: str, count: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-@pytest.mark.parametrize("count", [1_000_000])
+@pytest.mark.parametrize("count", [400_000])  # a whole response held would pass 30 MB
 async def test_a_huge_run_exports_in_constant_memory(count):
     secret = await sync_to_async(_setup)(events=[])
     await sync_to_async(_many_events)("orig", count)

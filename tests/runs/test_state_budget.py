@@ -1,5 +1,5 @@
 """A run's state has a budget (sdk/contextadmin_sdk/engine/state.py, limits in
-sdk/contextadmin_sdk/engine/format.py): node
+sdk/contextadmin_sdk/engine/format/limits.py): node
 outputs beyond a size are kept as previews (the full output stays in the event log), the
 distinct nodes and the hand-off path are bounded, replay still equals the live state, and the
 per-process live-state cache is bounded in bytes."""

@@ -30,8 +30,12 @@ class ReportError(RuntimeError):
 
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # json.dumps would build one per call
+
+
 def encode_record(record: Any) -> bytes:
-    return json.dumps(record, separators=(",", ":")).encode()
+    """One spool line's or batch's JSON, compact (the caller's thread encodes every event)."""
+    return _COMPACT.encode(record).encode()
 
 
 def retry_after_seconds(exc: urllib.error.HTTPError) -> float | None:

@@ -3,6 +3,7 @@
 See docs/engine.md. The public API is re-exported here; docs/engine.md's *API* is its contract.
 """
 
+from .coercion import coerce_env, env_flag, is_production, redact_credentials
 from .conditions import (
     ConditionError,
     condition_names,
@@ -11,6 +12,7 @@ from .conditions import (
     validate_condition,
 )
 from .config import ConfigInput, load_config
+from .context import Context, ContextError
 from .derived import TRIGGER_LOADERS, DerivedContextManager, DerivedTrigger, Flip
 from .events import (
     EVENT_TYPES,
@@ -30,16 +32,7 @@ from .format import (
     env_var_problem,
     is_secret_env_var,
 )
-from .loader import (
-    Context,
-    ContextError,
-    build_context,
-    coerce_env,
-    context_from_supplied,
-    env_flag,
-    is_production,
-    redact_credentials,
-)
+from .loader import build_context
 from .log import PREVIEW_MAX_CHARS, preview
 from .mongo import Lookup, fetch_database_variables, json_safe, mongo_client
 from .resolver import (
@@ -65,6 +58,7 @@ from .state import (
     replay,
     run_status_problem,
 )
+from .supplied import context_from_supplied
 
 __all__ = [
     "BASE_FLAGS",

@@ -1,4 +1,4 @@
-"""Accept a config in any of the forms callers hold and parse it with the one parser (schema.py)."""
+"""Accept a config in any of the forms callers hold and parse it with the one parser (format)."""
 
 from __future__ import annotations
 

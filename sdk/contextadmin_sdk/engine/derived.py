@@ -220,6 +220,17 @@ class DerivedContextManager:
         """
         require_mapping("event", event)
         require_mapping("values", values, mutable=True)
+        return self.flips_for(event, values, turn_counts=turn_counts)
+
+    def flips_for(
+        self,
+        event: Mapping[str, Any],
+        values: MutableMapping[str, Any],
+        *,
+        turn_counts: Mapping[str, int] | None,
+    ) -> list[Flip]:
+        """``observe`` for a caller whose event and values are already checked (RunState, on
+        every event of a chat's thread)."""
         if self.inert:
             return []
         type_ = event.get("type")

@@ -13,7 +13,7 @@ object with ``.name`` or a mapping with ``"name"``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .format import IDENTIFIER_MAX_CHARS, JSON_MAX_DEPTH, NAME_MAX_CHARS, json_value_problem
@@ -52,6 +52,7 @@ EVENT_FIELDS: tuple[str, ...] = (
     "rule",
 )
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "completed", "failed", "cancelled")
+_EVENT_FIELD_SET = frozenset(EVENT_FIELDS)  # membership on every event: a set, not a tuple scan
 # The rules a refused context_set broke (contextadmin_sdk.engine.state.context_set_refusal names
 # them).
 WARNING_RULES: tuple[str, ...] = (
@@ -101,6 +102,17 @@ def _name_problem(event: Mapping[str, Any], *, required_for: str) -> str | None:
     return None
 
 
+def _choice_problem(
+    field: str, value: Any, choices: Collection[str], *, required: str
+) -> str | None:
+    """A field that takes one of ``choices``: missing (``required`` says for what) or another."""
+    if value is None:
+        return f"{field}: required{required} (one of {', '.join(choices)})"
+    if value not in choices:
+        return f"{field}: must be one of {', '.join(choices)}"
+    return None
+
+
 def _warning_problems(event: Mapping[str, Any]) -> list[str]:
     problems = []
     problem = _name_problem(event, required_for="warning")
@@ -108,11 +120,9 @@ def _warning_problems(event: Mapping[str, Any]) -> list[str]:
         problems.append(problem)
     if "value" not in event:
         problems.append("value: required for warning (the value that was refused)")
-    rule = event.get("rule")
-    if rule is None:
-        problems.append(f"rule: required for warning (one of {', '.join(WARNING_RULES)})")
-    elif rule not in WARNING_RULES:
-        problems.append(f"rule: must be one of {', '.join(WARNING_RULES)}")
+    rule = _choice_problem("rule", event.get("rule"), WARNING_RULES, required=" for warning")
+    if rule:
+        problems.append(rule)
     text = event.get("text")
     if text is not None and (not isinstance(text, str) or len(text) > TEXT_MAX_CHARS):
         problems.append(f"text: must be a string of at most {TEXT_MAX_CHARS} characters")
@@ -126,16 +136,15 @@ def validate_event(event: Any) -> list[str]:
     """Return what is wrong with an event ([] when valid); each problem names its field."""
     if not isinstance(event, Mapping):
         return ["event: must be an object"]
-    problems = [
+    problems = [] if _EVENT_FIELD_SET.issuperset(event) else [
         f"{key}: unknown field (allowed: {', '.join(EVENT_FIELDS)})"
         for key in event
-        if key not in EVENT_FIELDS
+        if key not in _EVENT_FIELD_SET
     ]
     type_ = event.get("type")
-    if type_ is None:
-        problems.append(f"type: required (one of {', '.join(EVENT_TYPES)})")
-    elif type_ not in EVENT_TYPES:
-        problems.append(f"type: must be one of {', '.join(EVENT_TYPES)}")
+    type_problem = _choice_problem("type", type_, EVENT_TYPES, required="")
+    if type_problem:
+        problems.append(type_problem)
     seq = event.get("seq")
     if "seq" in event and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
         problems.append("seq: must be a positive integer")
@@ -145,7 +154,9 @@ def validate_event(event: Any) -> list[str]:
     sender_given = event.get("agent", event.get("sender"))
     sender = event_sender(event)
     sender_field = "agent" if "agent" in event or "sender" not in event else "sender"
-    sender_problem = _json_problem(sender_field, sender_given)
+    sender_problem = None if isinstance(sender_given, str) else _json_problem(
+        sender_field, sender_given
+    )
     if sender_problem:  # e.g. an object sender nested too deeply to store
         problems.append(sender_problem)
     elif sender_given is not None and sender is None:
@@ -205,10 +216,16 @@ def validate_event(event: Any) -> list[str]:
         problems.extend(_warning_problems(event))
     # Every other field is stored and broadcast as given (``tool`` on an agent_text, say): it
     # must be plain JSON within the depth limit too, or storing it fails.
-    named = {problem.split(":", 1)[0] for problem in problems}
-    for key in EVENT_FIELDS:
-        if key in event and key not in named and key != sender_field:
-            problem = _json_problem(key, event[key])
-            if problem:
-                problems.append(problem)
+    # Strings are JSON: only the other values are walked (most events carry strings only).
+    others = [
+        key for key in EVENT_FIELDS
+        if key in event and key != sender_field and not isinstance(event[key], str)
+    ]
+    if others:
+        named = {problem.split(":", 1)[0] for problem in problems}
+        for key in others:
+            if key not in named:
+                problem = _json_problem(key, event[key])
+                if problem:
+                    problems.append(problem)
     return problems

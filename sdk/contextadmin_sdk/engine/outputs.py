@@ -1,6 +1,6 @@
 """Seed 004's output mappings at run time: a tool's response written to ``agent``/``world``.
 
-A workflow's ``outputs`` (``[{"tool", "field", "to"}]``, checked by ``format.py``) say: when
+A workflow's ``outputs`` (``[{"tool", "field", "to"}]``, checked by ``format``) say: when
 ``tool`` responds, ``data[field]`` is written to the path ``to`` of the run's state. Here each
 ``tool_response`` becomes one ``OutputWrite`` per mapping of its tool: written (with the old
 and the new value), or not, and why (the field is absent from the response, the value is over

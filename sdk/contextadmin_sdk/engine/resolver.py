@@ -7,7 +7,7 @@ Rendering: strings verbatim, every other value as compact JSON (``true``, ``25``
 
 Seed 004's namespaces: given ``namespaces`` (a run's ``{"agent": {...}, "world": {...}}``;
 ``RunState.resolve`` passes its own), ``{{agent.…}}`` and ``{{world.…}}`` read them, before any
-variable or node (no variable, agent or tool may take those names: ``format.py``). Without
+variable or node (no variable, agent or tool may take those names: ``format``). Without
 ``namespaces`` they resolve as before.
 
 Hostile input costs linear time and never overflows the stack: references are found by a
@@ -165,6 +165,14 @@ def _resolve_into(
     return "".join(pieces)
 
 
+def _require_sources(variables: Any, node_outputs: Any, namespaces: Any) -> None:
+    """What a template reads from must be mappings (``TypeError`` naming the argument)."""
+    require_mapping("variables", variables)
+    require_mapping("node_outputs", node_outputs)
+    if namespaces is not None:
+        require_mapping("namespaces", namespaces)
+
+
 def resolve(
     template: str,
     *,
@@ -175,10 +183,7 @@ def resolve(
     """Resolve every ``{{reference}}`` in a string (seed 002 "Resolution Algorithm"); with a
     run's ``namespaces``, ``{{agent.…}}`` and ``{{world.…}}`` too (seed 004)."""
     require_str("template", template)
-    require_mapping("variables", variables)
-    require_mapping("node_outputs", node_outputs)
-    if namespaces is not None:
-        require_mapping("namespaces", namespaces)
+    _require_sources(variables, node_outputs, namespaces)
     unresolved: dict[str, None] = {}  # ordered set: first appearance, no repeats
     text = _resolve_into(template, variables, node_outputs, unresolved, namespaces)
     return Resolution(text, list(unresolved))
@@ -196,8 +201,7 @@ def resolve_json(
     Raises ``TemplateError`` for a tree nested deeper than ``JSON_MAX_DEPTH`` (checked first,
     without recursion), so legal but hostile JSON never overflows the stack.
     """
-    require_mapping("variables", variables)
-    require_mapping("node_outputs", node_outputs)
+    _require_sources(variables, node_outputs, namespaces)
     if json_nesting_exceeds(obj, JSON_MAX_DEPTH):
         raise TemplateError(f"template: nested more than {JSON_MAX_DEPTH} levels")
     unresolved: dict[str, None] = {}

@@ -18,25 +18,15 @@ naming the tool or agent) to a value of its declared type (``writes.context_set_
 ``warning`` event (a change the chat made that the run refused) changes no variable: it is
 counted in ``execution.warnings``.
 
-The run lifecycle (docs/engine.md) is ``RUN_TRANSITIONS``, checked by ``run_status_problem``: a
-run is ``running`` or ``paused`` (either way, any number of times) until a ``run_status`` of
-``completed``, ``failed`` or ``cancelled`` ends it; an ended run takes no event at all
-(``RunEnded``) and is never reopened.
-
-A run's state has a budget (the limits are in ``format.py``), because it is stored and rewritten
-after every batch: ``nodes`` keeps an agent's text up to ``NODE_TEXT_MAX_CHARS`` and a tool's
-response up to ``NODE_DATA_MAX_BYTES`` of JSON; a longer one is kept as a preview
-(``node_output``: ``{"text"|"preview", "truncated": true, "chars"|"bytes", "seq"}``), so
-``{{agent.text}}`` then resolves to the preview, and the full output is the event at ``seq`` in
-the log. At most ``STATE_MAX_NODES`` distinct agents and tools (an event bringing one more is
-refused), and the latest ``PATH_MAX_EDGES`` hand-off edges. Previews are a pure function of the
-event, so replay still rebuilds exactly the live state.
+The run lifecycle (``lifecycle.py``) and what ``nodes`` keeps of each agent and tool within the
+state's budget (``nodes.py``) have their own modules. A run's state is stored and rewritten after
+every batch, so it is bounded: at most ``STATE_MAX_NODES`` distinct agents and tools (an event
+bringing one more is refused), and the latest ``PATH_MAX_EDGES`` hand-off edges.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,20 +34,27 @@ from typing import Any
 from .arguments import require_config, require_iterable, require_mapping, require_str
 from .config import ConfigInput, load_config
 from .derived import DerivedContextManager, Flip
-from .events import RUN_STATUSES, event_sender, validate_event
+from .events import event_sender, validate_event
 from .format import (
     BASE_FLAGS,
     ENVIRONMENTS,
     EXCHANGES_MAX,
-    NODE_DATA_MAX_BYTES,
-    NODE_TEXT_MAX_CHARS,
     PATH_MAX_EDGES,
     STATE_MAX_NODES,
     STATE_NAMESPACES,
     ContextVariablesFile,
     json_value_problem,
 )
+from .lifecycle import (
+    RUN_ENDED_STATUSES,
+    RUN_TRANSITIONS,
+    EventError,
+    RunEnded,
+    SeqError,
+    run_status_problem,
+)
 from .loader import Context, ContextError
+from .nodes import node_name, node_output
 from .outputs import OutputWrite, outputs_apply, outputs_by_tool
 from .paths import drill
 from .resolver import Resolution, resolve
@@ -88,65 +85,6 @@ __all__ = [
 ]
 
 NAMESPACES = STATE_NAMESPACES
-
-# The run lifecycle: running <-> paused -> completed | failed | cancelled. A status may repeat
-# while the run lives (a no-op); an ended run has no way out.
-RUN_ENDED_STATUSES = frozenset({"completed", "failed", "cancelled"})
-RUN_TRANSITIONS: dict[str, frozenset[str]] = {
-    status: (frozenset() if status in RUN_ENDED_STATUSES else frozenset(RUN_STATUSES))
-    for status in RUN_STATUSES
-}
-
-
-class EventError(ValueError):
-    """An event this run cannot take; ``problems`` name the fields."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(problems))
-
-
-class SeqError(EventError):
-    """An event whose ``seq`` is not the next one (``expected`` is)."""
-
-    def __init__(self, *, expected: int, got: int) -> None:
-        self.expected = expected
-        self.got = got
-        super().__init__([f"seq: expected {expected}, got {got}"])
-
-
-def node_output(event: Mapping[str, Any], seq: int) -> Any:
-    """What ``nodes`` keeps of an agent_text or tool_response event: the output, or within
-    the state budget a preview of it (the full output is the event ``seq`` in the log)."""
-    if event["type"] == "agent_text":
-        text: str = event["text"]
-        if len(text) <= NODE_TEXT_MAX_CHARS:
-            return {"text": text}
-        return {"text": text[:NODE_TEXT_MAX_CHARS], "truncated": True, "chars": len(text),
-                "seq": seq}
-    data = event.get("data")
-    output = copy.deepcopy(data) if data is not None else {"status": event.get("status")}
-    encoded = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
-    size = len(encoded.encode())
-    if size <= NODE_DATA_MAX_BYTES:
-        return output
-    return {"preview": encoded[:NODE_DATA_MAX_BYTES], "truncated": True, "bytes": size,
-            "seq": seq}
-
-
-class RunEnded(EventError):
-    """An event for a run that has ended: it takes no more (``status`` is how it ended)."""
-
-    def __init__(self, status: str) -> None:
-        self.status = status
-        super().__init__([f"run_status: the run has ended ({status}): it takes no more events"])
-
-
-def run_status_problem(current: str, new: str) -> str | None:
-    """Say why a run in status ``current`` cannot move to ``new`` (None when it may)."""
-    if new in RUN_TRANSITIONS.get(current, frozenset()):
-        return None
-    return f"status: a {current} run cannot become {new}"
 
 
 @dataclass(frozen=True)
@@ -324,7 +262,7 @@ class RunState:
             problem = warning_value_problem(event["value"])
             if problem:
                 return [problem]
-        node = _node_name(event)
+        node = node_name(event)
         if node is not None and node not in self.nodes and node not in self.execution[
             "visited_agents"
         ] and len(set(self.nodes) | set(self.execution["visited_agents"])) >= STATE_MAX_NODES:
@@ -432,7 +370,7 @@ class RunState:
     def _observe(self, event: Mapping[str, Any], turn_counts: Mapping[str, int]) -> list[Flip]:
         # Only derived variables can flip: remember just their values, not the whole context.
         self._before_flip = {name: self.context.get(name) for name in self._derived_names}
-        return self._derived.observe(event, self.context, turn_counts=turn_counts)
+        return self._derived.flips_for(event, self.context, turn_counts=turn_counts)
 
     # -- snapshots ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -477,20 +415,6 @@ class RunState:
         state.writes = copy.deepcopy(dict(data.get("writes") or {}))
         state.flips = copy.deepcopy(list(data.get("flips") or []))
         return state
-
-
-def _node_name(event: Mapping[str, Any]) -> str | None:
-    """The agent or tool an event adds to the state's nodes or visited agents, if any."""
-    type_ = event["type"]
-    if type_ == "agent_text":
-        return event_sender(event)
-    if type_ == "tool_response":
-        tool: str = event["tool"]
-        return tool
-    if type_ == "handoff":
-        target: str = event["target"]
-        return target
-    return None
 
 
 def replay(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .arguments import require_str
+from .coercion import redact_credentials
 from .events import event_sender
 from .format import (
     BASE_FLAGS,
@@ -25,7 +26,6 @@ from .format import (
     value_matches_type,
     with_article,
 )
-from .loader import redact_credentials
 
 __all__ = [
     "Refusal",

@@ -9,6 +9,7 @@ Django-free and AG2-free: each adapter imports its own AG2.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,7 @@ __all__ = [
     "ConfigArg",
     "HandoffRuleError",
     "OpenedRun",
+    "ToolCall",
     "check_rules",
     "completed_overview",
     "describe_cause",
@@ -193,6 +195,26 @@ def tool_data(text: str) -> dict[str, Any]:
         if isinstance(data, dict):
             return data
     return {"content": text[:TEXT_MAX_CHARS]}
+
+
+_call_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One scripted tool call of an LLM-free agent (each adapter's ``scripted``): the tool's
+    name and its arguments."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, tool: str, **arguments: Any) -> None:
+        object.__setattr__(self, "tool", tool)
+        object.__setattr__(self, "arguments", arguments)
+
+    def call(self) -> tuple[str, str]:
+        """A fresh call id (``call_N``, unique in this process) and the arguments as JSON."""
+        return f"call_{next(_call_ids)}", json.dumps(self.arguments)
 
 
 def describe_cause(cause: Mapping[str, Any]) -> str:

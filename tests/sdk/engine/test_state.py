@@ -344,6 +344,14 @@ def test_seq(seqs: list[int | None], error: tuple[int, int] | None) -> None:
             id="bad-type",
         ),
         pytest.param(
+            {"type": ["agent_text"]},
+            [
+                "type: must be one of agent_text, tool_response, context_set, run_status, "
+                "handoff, warning"
+            ],
+            id="unhashable-type",
+        ),
+        pytest.param(
             {"type": "agent_text", "text": "hi"}, ["agent: required for agent_text"], id="no-agent"
         ),
         pytest.param(

@@ -11,13 +11,28 @@ from autogen.agentchat.group import (
     TerminateTarget,
 )
 from autogen.agentchat.group.patterns import DefaultPattern
+from contextadmin_sdk.integrations.autogen import AG2Session, attach
 from contextadmin_sdk.integrations.autogen.scripted import (
     ToolCall,
     scripted_agent,
     scripted_tool_agent,
 )
 
+from runs.demo_chats.autogen_chat import DEMO_CONFIG, DEMO_WORKFLOW
+
 # No ``from __future__ import annotations`` in this module: it defines AG2 tools.
+
+
+def attach_demo_chat(pattern: Any, **options: Any) -> AG2Session:
+    """Attach the Classic demo chat (``runs.demo_chats.autogen_chat``) as the tests run it:
+    enterprise ``acme``, an empty environment unless ``environ=`` says otherwise."""
+    return attach(
+        pattern,
+        DEMO_CONFIG,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        **{"environ": {}, **options},
+    )
 
 
 def derived(name: str, *triggers: dict[str, Any]) -> dict[str, Any]:
@@ -39,6 +54,28 @@ def config(
         },
         "handoffs": [{"description": "", **rule} for rule in handoffs],
     }
+
+
+INTERVIEW_DONE = derived(
+    "interview_complete",
+    {"type": "agent_text", "agent": "InterviewAgent", "match": {"equals": "NEXT"}},
+)
+TO_PLANNER = {
+    "source_agent": "InterviewAgent",
+    "target_agent": "Planner",
+    "condition": "${interview_complete}",
+}
+PLAN_OWNER = {  # a database variable: the owner of the enterprise's plan
+    "name": "plan_owner",
+    "type": "string",
+    "source": {
+        "type": "database",
+        "database_name": "db",
+        "collection": "Plans",
+        "search_by": "enterprise_id",
+        "field": "owner",
+    },
+}
 
 
 def env_flag(name: str, env_var: str) -> dict[str, Any]:

@@ -1,84 +1,53 @@
-"""contextadmin_sdk.integrations.autogen on real AG2 group chats with scripted agents (no LLM, no
-network)."""
+"""contextadmin_sdk.integrations.ag2 on real AG2 1.x workflow channels: an in-process hub, scripted
+turns
+(ag2.testing.TestConfig, one client reused across turns), no LLM, no network."""
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
 import pytest
-from autogen.agentchat import initiate_group_chat, run_group_chat, run_group_chat_iter
-from autogen.agentchat.group import ContextVariables
-from contextadmin_sdk.engine import replay
-from contextadmin_sdk.integrations.autogen import HandoffRuleError, attach
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from ag2.network import AgentTarget, ChannelInject, FromSpeaker, Transition
+from ag2.network.workflow_helpers import set_context
+from contextadmin_sdk.engine import build_context, replay
+from contextadmin_sdk.integrations.ag2 import HandoffRuleError, attach
 
-from runs.demo_chats.autogen_chat import (
-    DEMO_CONFIG,
-    DEMO_WORKFLOW,
-    OPENING,
-    demo_pattern,
-)
+from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from tests.support.loops import in_own_loop
 
-from .chats import (
+from .chats import PLAN_OWNER, attach_demo_chat, config, derived, env_flag
+from .workflows import (
+    INTERVIEW_DONE,
+    TO_PLANNER,
     ToolCall,
-    config,
-    derived,
-    env_flag,
+    attach_demo,
     failing_tool,
     record_plan,
-    two_stage_pattern,
+    speakers,
+    two_stage,
 )
 
-INTERVIEW_DONE = derived(
-    "interview_complete",
-    {"type": "agent_text", "agent": "InterviewAgent", "match": {"equals": "NEXT"}},
-)
-TO_PLANNER = {
-    "source_agent": "InterviewAgent",
-    "target_agent": "Planner",
-    "condition": "${interview_complete}",
-}
 
-
-def speakers(result: Any) -> list[str]:
-    return [message.get("name") for message in result.chat_history]
-
-
-def run_chat(pattern: Any, session: Any, *, rounds: int = 30) -> Any:
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_demo_workflow_context_flips_handoffs_and_path() -> None:
+    demo = await demo_workflow()
+    session = attach_demo(demo)
     with session:
-        result, _, _ = initiate_group_chat(pattern=pattern, messages="Start.", max_rounds=rounds)
-    return result
-
-
-# -- the demo: every trigger type, both hand-off registrations --------------------------------
-def test_demo_chat_speaker_order_context_and_flips() -> None:
-    pattern = demo_pattern()
-    before = pattern.context_variables
-    session = attach(
-        pattern, DEMO_CONFIG, workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ={}
-    )
-    with session:
-        result, context, _ = initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
-
-    assert speakers(result) == [
+        reason = await run_demo(demo, session)
+    assert reason == "reviewed"  # the graph's own ContextEquals(handoffs_reviewed) ended it
+    assert speakers(session) == [
         "user",
         "InterviewAgent",
         "user",
         "InterviewAgent",
         "user",
         "InterviewAgent",  # NEXT: flips interview_complete...
-        "ContextVariablesAgent",  # ...and the after-work rule routes the very next turn
-        "_Group_Tool_Executor",  # save_context_plan: flips context_saved on its response...
-        "ContextVariablesAgent",  # ...the context condition hands off before it replies
-        "HandoffsAgent",
-        "HandoffsAgent",  # its second turn flips handoffs_reviewed: the chat terminates
+        "ContextVariablesAgent",  # ...and hand-off 0 routes the very next turn
+        "HandoffsAgent",  # context_saved flipped on the tool's result, in the same turn
+        "user",
+        "HandoffsAgent",  # its second turn flips handoffs_reviewed
     ]
-    assert result.chat_history[8]["content"] == "[Handing off to HandoffsAgent]"
-    assert session.context is pattern.context_variables is before is context
-    assert context.to_dict() == {
+    assert session.context == {
         "enterprise_id": "acme",
         "workflow_name": DEMO_WORKFLOW,
         "context_aware": False,
@@ -89,6 +58,7 @@ def test_demo_chat_speaker_order_context_and_flips() -> None:
         "context_saved": True,
         "handoffs_reviewed": True,
     }
+    assert session.context == session.state.context
     assert [(f.name, f.cause) for f in session.flips] == [
         ("interview_complete", {"type": "agent_text", "agent": "InterviewAgent", "text": "NEXT"}),
         (
@@ -101,21 +71,13 @@ def test_demo_chat_speaker_order_context_and_flips() -> None:
         (e["seq"], e["type"], e.get("agent"), e.get("target"), e.get("rule"))
         for e in session.events
     ]
-    assert kinds[5:] == [
+    assert kinds[5:10] == [
         (6, "agent_text", "InterviewAgent", None, None),
         (7, "handoff", "InterviewAgent", "ContextVariablesAgent", 0),
         (8, "tool_response", "ContextVariablesAgent", None, None),
-        (9, "handoff", "ContextVariablesAgent", "HandoffsAgent", 1),
-        (10, "agent_text", "HandoffsAgent", None, None),
-        (11, "agent_text", "HandoffsAgent", None, None),
-        (12, "run_status", None, None, None),
+        (9, "agent_text", "ContextVariablesAgent", None, None),
+        (10, "handoff", "ContextVariablesAgent", "HandoffsAgent", 1),
     ]
-    # The transit message is not a turn: ContextVariablesAgent never spoke text.
-    assert session.state.get("execution.turn_counts") == {
-        "user": 3,
-        "InterviewAgent": 3,
-        "HandoffsAgent": 2,
-    }
     assert [
         (edge["source"], edge["target"], edge["rule"])
         for edge in session.state.get("execution.path")
@@ -125,54 +87,49 @@ def test_demo_chat_speaker_order_context_and_flips() -> None:
     ]
     assert session.state.get("nodes.save_context_plan.saved") == 6
     assert session.state.get("execution.status") == "completed"
-    assert session.skipped_handoffs == []  # monetization_enabled exists (false) in development
+    assert session.skipped_handoffs == [] and session.warnings == []
+    # Replaying the reported events rebuilds the same state (the server's fold).
+    base = build_context(
+        DEMO_CONFIG.read_bytes(), workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ={}
+    ).values
+    replayed = replay(DEMO_CONFIG.read_bytes(), base, session.events)
+    assert replayed.flips == session.state.flips and replayed.context == session.state.context
+    await demo.hub.close()
 
 
-def test_handoff_routes_on_the_turn_right_after_the_flip() -> None:
-    pattern = two_stage_pattern(
-        interview=["Question?", "NEXT", "never said"], answers=["Answer.", "More."]
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_seeded_context_vars_are_what_a_classic_run_gets() -> None:
+    from autogen.agentchat.group import ContextVariables
+
+    from runs.demo_chats.autogen_chat import demo_pattern
+
+    environ = {"CONTEXT_AWARE": "yes", "MONETIZATION_ENABLED": "0"}
+    pattern = demo_pattern()
+    pattern.context_variables = ContextVariables()
+    attach_demo_chat(pattern, environ=environ)
+    demo = await demo_workflow()
+    session = attach_demo(
+        demo,
+        environ=environ,
     )
-    session = attach(
-        pattern,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
+    knobs = session.knobs(context_vars={"mine": 1}, labels_seen=True)
+    assert {k: v for k, v in knobs["context_vars"].items() if k != "mine"} == (
+        pattern.context_variables.to_dict()
     )
-    result = run_chat(pattern, session)
-    assert speakers(result) == ["user", "InterviewAgent", "user", "InterviewAgent", "Planner"]
-    flip_seq = session.flips[0] and session.state.flips[0]["seq"]
-    handoff = next(e for e in session.events if e["type"] == "handoff")
-    assert handoff == {
-        "type": "handoff",
-        "agent": "InterviewAgent",
-        "target": "Planner",
-        "rule": 0,
-        "seq": flip_seq + 1,
-    }
+    assert knobs["context_vars"]["mine"] == 1 and knobs["labels_seen"] is True
+    assert knobs["context_vars"]["context_aware"] is True
+    await demo.hub.close()
 
 
-def test_without_the_flip_no_handoff() -> None:
-    pattern = two_stage_pattern(interview=["Question?", "Another?"], answers=["A.", "B."])
-    session = attach(
-        pattern,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-    )
-    result = run_chat(pattern, session, rounds=5)
-    assert "Planner" not in speakers(result)
-    assert session.flips == [] and session.context["interview_complete"] is False
-
-
-def test_turn_count_and_tool_triggers_with_an_error_status() -> None:
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_reported() -> None:
     cfg = config(
         derived("asked_twice", {"type": "agent_turn_count", "agent": "InterviewAgent", "count": 2}),
         derived(
             "tool_failed", {"type": "tool_response", "tool": "failing_tool", "status": "error"}
         ),
-        derived("tool_ok", {"type": "tool_response", "tool": "failing_tool", "status": "success"}),
+        derived("planned", {"type": "tool_response", "tool": "record_plan"}),
+        database=[PLAN_OWNER],
         handoffs=[
             {
                 "source_agent": "InterviewAgent",
@@ -182,68 +139,55 @@ def test_turn_count_and_tool_triggers_with_an_error_status() -> None:
             {"source_agent": "Planner", "target_agent": "Closer", "condition": "${tool_failed}"},
         ],
     )
-    pattern = two_stage_pattern(
+    workflow = await two_stage(
         interview=["One?", "Two?", "Three?"],
         answers=["1", "2"],
-        planner=[ToolCall("failing_tool", reason="boom")],
-        tools=[failing_tool],
+        planner=[
+            ToolCall("record_plan", names="a,b"),
+            ToolCall("failing_tool", reason="boom"),
+            "Tried.",
+        ],
+        tools=[record_plan, failing_tool],
     )
-    session = attach(pattern, cfg, workflow_name="W", enterprise_id="e", environ={})
-    result = run_chat(pattern, session)
-    assert speakers(result) == [
+    session = workflow.attach(cfg)
+    with session:
+        await workflow.run(session)
+    assert speakers(session) == [
         "user",
         "InterviewAgent",
         "user",
-        "InterviewAgent",  # turn 2: asked_twice flips, after-work routes to Planner
+        "InterviewAgent",
         "Planner",
-        "_Group_Tool_Executor",
-        "Planner",  # transit: tool_failed flipped on the tool's response
         "Closer",
     ]
-    assert [f.name for f in session.flips] == ["asked_twice", "tool_failed"]
-    assert session.context["tool_ok"] is False
-    tool_event = next(e for e in session.events if e["type"] == "tool_response")
-    assert tool_event["status"] == "error" and tool_event["tool"] == "failing_tool"
-
-
-def test_a_tools_context_change_is_reported_as_context_set() -> None:
-    cfg = config(
-        derived("planned", {"type": "tool_response", "tool": "record_plan"}),
-        database=[
-            {
-                "name": "plan_owner",
-                "type": "string",
-                "source": {
-                    "type": "database",
-                    "database_name": "db",
-                    "collection": "Plans",
-                    "search_by": "enterprise_id",
-                    "field": "owner",
-                },
-            }
-        ],
-        handoffs=[TO_PLANNER],
-    )
-    cfg["context_variables"]["derived_variables"].insert(0, INTERVIEW_DONE)
-    pattern = two_stage_pattern(
-        interview=["NEXT"],
-        answers=[],
-        planner=[ToolCall("record_plan", names="a,b")],
-        tools=[record_plan],
-    )
-    session = attach(pattern, cfg, workflow_name="W", enterprise_id="e", environ={})
-    run_chat(pattern, session)
+    assert [f.name for f in session.flips] == ["asked_twice", "planned", "tool_failed"]
     sets = [e for e in session.events if e["type"] == "context_set"]
-    assert sets == [
-        {"type": "context_set", "name": "plan_owner", "value": "tool", "agent": "Planner",
-         "tool": "record_plan", "seq": sets[0]["seq"]}
-    ]  # who set it: the tool, called by Planner
+    assert sets == [  # who set it: the agent and the tool it was running
+        {
+            "type": "context_set",
+            "name": "plan_owner",
+            "value": "tool",
+            "agent": "Planner",
+            "tool": "record_plan",
+            "seq": sets[0]["seq"],
+        }
+    ]
+    responses = [e for e in session.events if e["type"] == "tool_response"]
+    assert [(e["tool"], e["status"]) for e in responses] == [
+        ("record_plan", "success"),
+        ("failing_tool", "error"),
+    ]
+    assert sets[0]["seq"] < responses[0]["seq"]  # the tool's set_context, then its response
     assert session.state.context["plan_owner"] == "tool" == session.context["plan_owner"]
-    assert session.context["planned"] is True  # flipped after the ReplyResult merge, and kept
+    assert [
+        (e["agent"], e["target"], e.get("rule")) for e in session.events if e["type"] == "handoff"
+    ] == [("InterviewAgent", "Planner", 0), ("Planner", "Closer", 1)]
+    await workflow.hub.close()
 
 
 # -- production: conditions naming suppressed variables ---------------------------------------
-def test_production_run_with_rules_on_suppressed_variables_completes(
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_production_run_with_a_rule_on_a_suppressed_variable_completes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     cfg = config(
@@ -258,18 +202,17 @@ def test_production_run_with_rules_on_suppressed_variables_completes(
             TO_PLANNER,
         ],
     )
-    pattern = two_stage_pattern(interview=["NEXT"], answers=[])
-    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.integrations.autogen.session"):
-        session = attach(
-            pattern,
+    workflow = await two_stage(interview=["NEXT"], answers=[])
+    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.integrations.ag2"):
+        session = workflow.attach(
             cfg,
-            workflow_name="W",
-            enterprise_id="e",
             environ={"ENVIRONMENT": "production", "MONETIZATION_ENABLED": "1"},
         )
-        result = run_chat(pattern, session)
-    assert "monetization_enabled" not in session.context.to_dict()
-    assert speakers(result) == ["user", "InterviewAgent", "Planner"]  # rule 0 never fires
+        with session:
+            await workflow.run(session)
+    assert "monetization_enabled" not in session.knobs()["context_vars"]
+    assert "monetization_enabled" not in session.context
+    assert speakers(session) == ["user", "InterviewAgent", "Planner"]  # rule 0 never fires
     assert session.skipped_handoffs == [
         {
             "index": 0,
@@ -280,122 +223,92 @@ def test_production_run_with_rules_on_suppressed_variables_completes(
     warned = [r for r in caplog.records if "hand-off 0" in r.getMessage()]
     assert len(warned) == 1 and "never fires in this environment" in warned[0].getMessage()
     assert session.state.get("execution.status") == "completed"
+    await workflow.hub.close()
 
 
-def test_rules_naming_agents_outside_the_pattern_are_refused() -> None:
-    pattern = two_stage_pattern(interview=["NEXT"], answers=[])
-    rule = {
-        "source_agent": "InterviewAgent",
-        "target_agent": "Ghost",
-        "condition": "${interview_complete}",
-    }
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_a_rule_naming_an_agent_outside_the_channel_is_refused() -> None:
+    workflow = await two_stage(interview=["NEXT"], answers=[])
+    rule = {"source_agent": "InterviewAgent", "target_agent": "Ghost", "condition": "${x}"}
+    cfg = config(
+        derived("x", {"type": "agent_turn_count", "agent": "Closer", "count": 1}), handoffs=[rule]
+    )
+    with pytest.raises(HandoffRuleError) as refused:
+        attach(workflow.graph, cfg, workflow_name="W", enterprise_id="e", **workflow.attach_args())
+    assert "handoffs[0].target_agent: no agent named 'Ghost' in the channel" in str(refused.value)
+    assert "Closer, InterviewAgent, Planner, user" in str(refused.value)
+    await workflow.hub.close()
+
+
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_a_classic_pattern_and_a_1x_workflow_are_sent_to_the_right_module() -> None:
+    from contextadmin_sdk.integrations.autogen import attach as attach_classic
+
+    from runs.demo_chats.autogen_chat import demo_pattern
+
     with pytest.raises(
-        HandoffRuleError, match=r"handoffs\[0\]\.target_agent: no agent named 'Ghost'"
+        TypeError, match=r"AG2 Classic DefaultPattern: .*contextadmin_sdk\.integrations\.autogen"
     ):
-        attach(
-            pattern, config(INTERVIEW_DONE, handoffs=[rule]), workflow_name="W", enterprise_id="e"
-        )
+        attach(demo_pattern(), DEMO_CONFIG, workflow_name="W", enterprise_id="e")
+    workflow = await two_stage(interview=["NEXT"], answers=[])
+    for thing in (workflow.graph, workflow.agents[0]):
+        with pytest.raises(TypeError, match=r"AG2 1\.x .*contextadmin_sdk\.integrations\.ag2"):
+            attach_classic(thing, DEMO_CONFIG, workflow_name="W", enterprise_id="e")
+    with pytest.raises(TypeError, match="hub="):
+        attach(workflow.graph, DEMO_CONFIG, workflow_name="W", enterprise_id="e")
+    await workflow.hub.close()
 
 
-def test_config_as_path_text_mapping_and_an_empty_context_object(tmp_path: Any) -> None:
-    path = tmp_path / "context_variables.json"
-    path.write_text(json.dumps(config(INTERVIEW_DONE)))
-    for given_config in (path, str(path), path.read_text(), config(INTERVIEW_DONE)):
-        pattern = two_stage_pattern(interview=["NEXT"], answers=[])
-        mine = ContextVariables()  # empty, so falsy: Pattern.__init__ would replace it
-        pattern.context_variables = mine
-        session = attach(pattern, given_config, workflow_name="W", enterprise_id="e", environ={})
-        assert session.context is mine and mine["interview_complete"] is False
+async def set_flags(channel: ChannelInject) -> str:
+    """Set a derived flag and try to change a declarative constant (refused: a warning)."""
+    await set_context(channel, "interview_complete", True)
+    await set_context(channel, "product_tier", "gold")
+    return "set"
 
 
-def test_attaching_again_replaces_the_previous_sessions_rules() -> None:
-    pattern = two_stage_pattern(interview=["NEXT"], answers=[])
-    cfg = config(INTERVIEW_DONE, handoffs=[TO_PLANNER])
-    attach(pattern, cfg, workflow_name="W", enterprise_id="e", environ={})
-    attach(pattern, cfg, workflow_name="W", enterprise_id="e", environ={})
-    interviewer = pattern.agents[0]
-    assert len(interviewer.handoffs.context_conditions) == 1
-    assert len(interviewer.handoffs.after_works) == 2  # ours, then RevertToUser last
-
-
-# -- other ways to run the chat -----------------------------------------------------------------
-def test_run_group_chat_iter_through_session_iterate() -> None:
-    pattern = two_stage_pattern(interview=["Q?", "NEXT"], answers=["A."])
-    session = attach(
-        pattern,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_warns() -> None:
+    workflow = await two_stage(
+        interview=["Question?"],
+        answers=[],
+        planner=[ToolCall("set_flags"), "Flags set."],
+        tools=[set_flags],
+    )
+    ids = workflow.hub.name_to_id_map()
+    workflow.graph.transitions.insert(
+        0, Transition(FromSpeaker(ids["InterviewAgent"]), AgentTarget(ids["Planner"]))
+    )
+    session = workflow.attach(
+        config(
+            INTERVIEW_DONE,
+            handoffs=[{**TO_PLANNER, "source_agent": "Planner", "target_agent": "Closer"}],
+        ),
     )
     with session:
-        for _ in session.iterate(run_group_chat_iter(pattern, messages="Start.", max_rounds=10)):
-            pass
-    assert [e["type"] for e in session.events][-3:] == ["handoff", "agent_text", "run_status"]
-    assert session.events[-2]["agent"] == "Planner"
+        await workflow.run(session)
+    sets = [e for e in session.events if e["type"] in ("context_set", "warning")]
+    assert [(e["type"], e["name"], e["value"]) for e in sets] == [
+        ("context_set", "interview_complete", True),
+        ("warning", "product_tier", "gold"),
+    ]
+    assert sets[0]["agent"] == "Planner"
+    assert [(f.name, f.cause.get("type")) for f in session.flips] == [
+        ("interview_complete", "context_set")
+    ]
+    # The flag the tool set routes the Planner's packet: rule 0 (Planner -> Closer) fired.
+    assert speakers(session)[-2:] == ["Planner", "Closer"]
+    assert any("product_tier" in w for w in session.warnings)
+    await workflow.hub.close()
 
 
-def test_run_group_chat_is_refused() -> None:
-    pattern = two_stage_pattern(interview=["NEXT"], answers=[])
-    session = attach(
-        pattern, config(INTERVIEW_DONE), workflow_name="W", enterprise_id="e", environ={}
-    )
-    response = run_group_chat(pattern, messages="Start.", max_rounds=3)
-    with pytest.raises(TypeError, match="run_group_chat_iter"):
-        next(session.iterate(response))
-    for _ in response.events:  # let AG2's thread finish
-        pass
-
-
-# -- replay property ----------------------------------------------------------------------------
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    lines=st.lists(
-        st.sampled_from(["NEXT", "next ", "Q?", "  Next", "other"]), min_size=1, max_size=6
-    ),
-    answers=st.lists(st.sampled_from(["yes", "NEXT", "no"]), max_size=6),
-    count=st.integers(min_value=1, max_value=4),
-)
-def test_replaying_the_captured_events_gives_the_live_flips(
-    lines: list[str], answers: list[str], count: int
-) -> None:
-    cfg = config(
-        INTERVIEW_DONE,
-        derived("talked", {"type": "agent_turn_count", "agent": "InterviewAgent", "count": count}),
-        derived(
-            "user_said_next", {"type": "agent_text", "agent": "user", "match": {"equals": "NEXT"}}
-        ),
-        handoffs=[TO_PLANNER],
-    )
-    with IOSilence():
-        pattern = two_stage_pattern(interview=lines, answers=answers)
-        session = attach(pattern, cfg, workflow_name="W", enterprise_id="e", environ={})
-        run_chat(pattern, session, rounds=14)
-    base = {
-        "enterprise_id": "e",
-        "workflow_name": "W",
-        "product_tier": "beta",
-        "context_aware": False,
-        "monetization_enabled": False,
-    }
-    replayed = replay(cfg, base, session.events)
-    assert replayed.flips == session.state.flips
-    assert [f["name"] for f in replayed.flips] == [f.name for f in session.flips]
-    assert replayed.context == session.state.context
-    for name in ("interview_complete", "talked", "user_said_next"):
-        assert session.context[name] == replayed.context[name]
-
-
-class IOSilence:
-    """The autouse fixture is per test, not per hypothesis example: silence each example."""
-
-    def __enter__(self) -> None:
-        from autogen.io import IOStream
-
-        from .conftest import SilentStream
-
-        self._cm = IOStream.set_default(SilentStream())
-        self._cm.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        self._cm.__exit__(*exc)
+@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
+async def test_a_workflow_that_raises_pauses_the_run() -> None:
+    workflow = await two_stage(interview=["NEXT"], answers=[])
+    session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
+    with pytest.raises(TimeoutError):
+        async with session:
+            await session.finished(timeout=0.05)  # the channel was never opened
+    assert session.state.get("execution.status") == "paused"  # resumable with run_id=...
+    assert session.events[-1] == {"type": "run_status", "status": "paused", "seq": 1}
+    assert any("observed no AG2 1.x events" in w for w in session.warnings)
+    await workflow.hub.close()

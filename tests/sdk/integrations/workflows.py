@@ -17,6 +17,7 @@ from ag2.network import (
     TransitionGraph,
 )
 from ag2.network.workflow_helpers import set_context
+from contextadmin_sdk.integrations.ag2 import AgentSession, WorkflowSession, attach
 from contextadmin_sdk.integrations.ag2.scripted import (
     ScriptedHuman,
     ToolCall,
@@ -26,28 +27,34 @@ from contextadmin_sdk.integrations.ag2.scripted import (
     scripted_agent,
 )
 
-from .chats import derived
+from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW
+
+from .chats import INTERVIEW_DONE, TO_PLANNER
 
 __all__ = [
     "INTERVIEW_DONE",
     "TO_PLANNER",
     "ToolCall",
     "Workflow",
+    "attach_demo",
     "failing_tool",
     "record_plan",
     "speakers",
     "two_stage",
 ]
 
-INTERVIEW_DONE = derived(
-    "interview_complete",
-    {"type": "agent_text", "agent": "InterviewAgent", "match": {"equals": "NEXT"}},
-)
-TO_PLANNER = {
-    "source_agent": "InterviewAgent",
-    "target_agent": "Planner",
-    "condition": "${interview_complete}",
-}
+def attach_demo(demo: Any, **options: Any) -> WorkflowSession | AgentSession:
+    """Attach the 1.x demo workflow (``runs.demo_chats.ag2_workflow``) as the tests run it:
+    enterprise ``acme``, an empty environment unless ``environ=`` says otherwise."""
+    return attach(
+        demo.graph,
+        DEMO_CONFIG,
+        hub=demo.hub,
+        agents=demo.agents,
+        workflow_name=DEMO_WORKFLOW,
+        enterprise_id="acme",
+        **{"environ": {}, **options},
+    )
 
 
 def speakers(session: Any) -> list[str]:
@@ -69,6 +76,18 @@ class Workflow:
 
     def attach_args(self) -> dict[str, Any]:
         return {"hub": self.hub, "agents": self.agents}
+
+    def attach(self, config: Any, **options: Any) -> WorkflowSession | AgentSession:
+        """Attach this workflow as the tests run it: workflow ``W``, enterprise ``e``, an
+        empty environment unless ``environ=`` says otherwise."""
+        return attach(
+            self.graph,
+            config,
+            workflow_name="W",
+            enterprise_id="e",
+            **self.attach_args(),
+            **{"environ": {}, **options},
+        )
 
 
 async def record_plan(names: str, channel: ChannelInject) -> str:

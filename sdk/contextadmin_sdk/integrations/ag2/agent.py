@@ -44,10 +44,10 @@ class AgentSession(RunSession):
         self._hook = hook_of(self.agent)
         self._hook.session = self
 
-    def _finish(self) -> None:
+    def _finish(self, *, raised: bool) -> None:
         if self._hook is not None and self._hook.session is self:
             self._hook.session = None
-        super()._finish()
+        super()._finish(raised=raised)
 
     def watching(self, context: Any) -> bool:
         return context.dependencies.get(CHANNEL_DEP) is None

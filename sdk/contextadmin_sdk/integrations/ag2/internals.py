@@ -11,7 +11,7 @@ What is here:
 - the order in which ``WorkflowAdapter`` tries a graph's transitions (lowest ``priority`` first,
   then list order, first match wins), which the adapter replays to tell which rule routed.
 
-``tests/sdk/integrations/test_ag2x_internals.py`` fails when any of them moves. Supported:
+``tests/sdk/integrations/test_ag2_internals.py`` fails when any of them moves. Supported:
 ``SUPPORTED_AG2``; importing the adapter logs a warning on another minor.
 """
 

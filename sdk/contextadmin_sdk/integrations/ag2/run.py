@@ -1,9 +1,9 @@
-"""One run seen by the AG2 1.x adapter: the bookkeeping both session kinds share.
+"""One run seen by the AG2 1.x adapter: what both its session kinds share.
 
-A session folds what AG2 does into a ``RunState`` (the same fold the server runs, wrapping
-``DerivedContextManager``) through ``on_text`` / ``on_tool`` / ``sync``, reports each run event
-to the non-blocking ``RunReporter`` and ends the run on leaving ``with`` (or ``async with``).
-Nothing here raises into the workflow: a failure to observe is logged once and the run goes on.
+A session folds what AG2 does into a ``RunState`` (``SessionCore``, shared with the Classic
+adapter) through ``on_text`` / ``on_tool`` / ``sync`` and ends the run on leaving ``with`` (or
+``async with``). Nothing here raises into the workflow: a failure to observe is logged once and
+the run goes on.
 """
 
 from __future__ import annotations
@@ -12,17 +12,13 @@ import asyncio
 import copy
 import logging
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import ag2
 
-from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.client.definitions import runtime_info
-from contextadmin_sdk.engine import TEXT_MAX_CHARS, Applied, EventError, Flip, RunState
-from contextadmin_sdk.engine.format import ContextVariablesFile
-from contextadmin_sdk.integrations.common import completed_overview, refusal_message, tool_data
-from contextadmin_sdk.integrations.context_sync import ContextSync
+from contextadmin_sdk.engine import TEXT_MAX_CHARS, Flip
+from contextadmin_sdk.integrations.session_core import SessionCore
 
 __all__ = ["RunSession", "result_text", "runtime"]
 
@@ -35,98 +31,26 @@ def runtime() -> dict[str, str]:
     return runtime_info(framework="ag2", version=ag2.__version__)
 
 
-class RunSession:
-    """What both 1.x sessions share: ``.state``, ``.events``, ``.flips``, ``.warnings``,
-    ``.run_id``, ``.completed_overview()``, and ``with session:`` ending the run."""
+class RunSession(SessionCore):
+    """What both 1.x sessions share: ``SessionCore`` (the run's bookkeeping, ``with session:``),
+    ``async with session:``, and the folds ``on_text`` / ``on_tool`` / ``sync``."""
 
-    def __init__(
-        self,
-        *,
-        config: ContextVariablesFile,
-        state: RunState,
-        reporter: RunReporter | None,
-        warnings: list[str],
-        flush_timeout: float,
-        replayed: list[dict[str, Any]],
-    ) -> None:
-        self.config = config
-        self.state = state
-        self.reporter = reporter
-        self.production = state.environment == "production"
-        self.warnings = warnings
-        self.flush_timeout = flush_timeout
-        self.events: list[dict[str, Any]] = list(replayed)  # every run event, with its seq
-        self.flips: list[Flip] = [
-            Flip(f["name"], f["value"], f["trigger_index"], dict(f.get("cause") or {}))
-            for f in state.flips
-        ]
-        self.skipped_handoffs: list[dict[str, Any]] = []
-        self.observed = 0  # AG2 events and envelopes seen
-        self._declared = set(config.categories())
-        self._sync = ContextSync(config, production=self.production)
-        self._warned: set[str] = set()
-        self._ended = False
-        if state.get("execution.status") == "paused":  # a workflow that raised: running again
-            self._emit({"type": "run_status", "status": "running"})
+    _log = logger
 
-    # -- the contract ----------------------------------------------------------------------------
-    @property
-    def run_id(self) -> str | None:
-        """The server's run id (None without a reporter)."""
-        return self.reporter.run_id if self.reporter is not None else None
+    def __init__(self, **common: Any) -> None:
+        super().__init__(**common)
+        self._declared = set(self.config.categories())
+        self._resume_running()  # a workflow that raised: running again
 
-    def completed_overview(self) -> str:
-        """Say which derived milestones this run has reached, and by which event (seed 003).
-
-        Send it to the agent that continues a resumed run, so it does not redo them.
-        """
-        return completed_overview(self.config, self.state)
-
-    def __enter__(self) -> RunSession:
-        self._begin()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._finish()
-        # An exception out of the workflow pauses the run: it can be resumed with run_id=...
-        self.end("completed" if exc_type is None else "paused")
-
-    async def __aenter__(self) -> RunSession:
+    async def __aenter__(self) -> Self:
         return self.__enter__()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._finish()
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        self._finish(raised=exc_type is not None)
         status = "completed" if exc_type is None else "paused"
         await asyncio.to_thread(self.end, status)  # the flush waits: not on the workflow's loop
 
-    def end(self, status: str = "completed") -> bool:
-        """Report the run's status (``completed``, ``paused``, ``failed``...) and flush.
-
-        Returns whether the server acknowledged everything within ``flush_timeout``.
-        """
-        if self._ended:
-            return True
-        self._emit({"type": "run_status", "status": status})
-        if status != "paused":
-            self._ended = True
-        if self.reporter is None:
-            return True
-        return self.reporter.close(self.flush_timeout)
-
-    def _begin(self) -> None:
-        """Start observing (the subclass installs its hooks)."""
-
-    def _finish(self) -> None:
+    def _finish(self, *, raised: bool) -> None:
         """Stop observing; warn when nothing was seen."""
         if self.observed == 0:
             self._warn_once(
@@ -143,16 +67,7 @@ class RunSession:
 
     def on_tool(self, agent: str, tool: str, *, success: bool, text: str) -> list[Flip]:
         """A tool responded: fold its ``tool_response``, return the flips."""
-        event = {
-            "type": "tool_response",
-            "agent": agent,
-            "tool": tool,
-            "status": "success" if success else "error",
-            "data": tool_data(text),
-        }
-        applied = self._emit(event)
-        if applied is None:  # e.g. data too deep: the response still counts, as text
-            applied = self._emit({**event, "data": {"content": text[:TEXT_MAX_CHARS]}})
+        applied = self._emit_tool_response(agent=agent, tool=tool, success=success, text=text)
         return applied.flips if applied is not None else []
 
     def sync(
@@ -161,39 +76,7 @@ class RunSession:
         """Report what the workflow changed in its context (a tool's ``set_context``): a
         declared variable's change is a ``context_set`` (a derived flag set to a boolean is a
         flip), a refused one a ``warning`` (in ``session.warnings`` too)."""
-        flips: list[Flip] = []
-        for event in self._sync.changes(data, self.state, agent=agent, tool=tool):
-            if event["type"] == "warning":
-                message = refusal_message(event)
-                self.warnings.append(message)
-                logger.warning("%s", message)
-            applied = self._emit(event)
-            if applied is not None:
-                flips.extend(applied.flips)
-        return flips
-
-    # -- state -----------------------------------------------------------------------------------
-    def _emit(self, event: dict[str, Any]) -> Applied | None:
-        """Apply one run event to the state and report it; None when the run cannot take it."""
-        try:
-            applied = self.state.apply(event)
-        except EventError as exc:
-            self._warn_once(f"event:{event['type']}", f"not reported: {exc} ({event['type']})")
-            return None
-        event["seq"] = applied.seq
-        self.events.append(event)
-        self.flips.extend(applied.flips)
-        if self.reporter is not None:
-            fields = {key: value for key, value in event.items() if key not in ("type", "seq")}
-            self.reporter.event(event["type"], **fields)
-        return applied
-
-    def _warn_once(self, key: str, message: str) -> None:
-        if key in self._warned:
-            return
-        self._warned.add(key)
-        self.warnings.append(message)
-        logger.warning("%s", message)
+        return self._sync_changes(data, agent=agent, tool=tool)
 
     def _failed(self, what: str) -> None:
         """Log (once per kind) an observation that failed; the workflow goes on."""

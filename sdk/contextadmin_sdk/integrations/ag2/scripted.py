@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ag2 import Agent
@@ -40,6 +38,8 @@ from ag2.network import (
 )
 from ag2.testing import TestConfig
 
+from contextadmin_sdk.integrations.common import ToolCall
+
 __all__ = [
     "ScriptedConfig",
     "ScriptedHuman",
@@ -51,24 +51,9 @@ __all__ = [
     "scripted_agent",
 ]
 
-_call_ids = itertools.count(1)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One scripted tool call: the tool's name and its arguments."""
-
-    tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(self, tool: str, **arguments: Any) -> None:
-        object.__setattr__(self, "tool", tool)
-        object.__setattr__(self, "arguments", arguments)
-
-    def event(self) -> ToolCallEvent:
-        return ToolCallEvent(
-            name=self.tool, arguments=json.dumps(self.arguments), id=f"call_{next(_call_ids)}"
-        )
+def _tool_call_event(call: ToolCall) -> ToolCallEvent:
+    call_id, arguments = call.call()
+    return ToolCallEvent(name=call.tool, arguments=arguments, id=call_id)
 
 
 class _Paced:
@@ -90,7 +75,7 @@ class ScriptedConfig(TestConfig):
     __test__ = False
 
     def __init__(self, *turns: Any, after: str = "Done.", delay: float = 0.0) -> None:
-        script = [turn.event() if isinstance(turn, ToolCall) else turn for turn in turns]
+        script = [_tool_call_event(t) if isinstance(t, ToolCall) else t for t in turns]
         super().__init__(*script, *itertools.repeat(after, 10_000), raise_tool_errors=False)
         self._delay = delay
         self._client: Any = None

@@ -23,7 +23,6 @@ from contextadmin_sdk.integrations.common import (
     load_config_arg,
     open_run,
     text_of,
-    unroutable_reason,
 )
 
 from .agent import AgentSession
@@ -208,7 +207,7 @@ class WorkflowSession(RunSession):
             hook.session = self
             self._hooks.append(hook)
 
-    def _finish(self) -> None:
+    def _finish(self, *, raised: bool) -> None:
         for hook in self._hooks:
             if hook.session is self:
                 hook.session = None
@@ -219,24 +218,7 @@ class WorkflowSession(RunSession):
             if self.hub.arbiter is self._arbiter:
                 self.hub.register_arbiter(self._arbiter.inner)
         self._arbiter = None
-        super()._finish()
-
-    def _unroutable(self) -> set[int]:
-        """Rules naming a variable absent from this run's context never fire: say so once."""
-        skip = set()
-        for index, rule in enumerate(self.config.handoffs):
-            reason = unroutable_reason(rule.condition, self.state.context)
-            if reason is not None:
-                self.skipped_handoffs.append(
-                    {"index": index, "condition": rule.condition, "reason": reason}
-                )
-                self._warn_once(
-                    f"rule:{index}",
-                    f"hand-off {index} ({rule.source_agent} -> {rule.target_agent} when "
-                    f"{rule.condition}) never fires in this environment: {reason}",
-                )
-                skip.add(index)
-        return skip
+        super()._finish(raised=raised)
 
     def _event(self) -> asyncio.Event:
         if self._done is None:

@@ -12,35 +12,19 @@
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from autogen import ConversableAgent
 
+from contextadmin_sdk.integrations.common import ToolCall
+
 __all__ = ["ScriptedModelClient", "ToolCall", "scripted_agent", "scripted_tool_agent"]
-
-_call_ids = itertools.count(1)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One scripted tool call: the tool's name and its arguments."""
-
-    tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(self, tool: str, **arguments: Any) -> None:
-        object.__setattr__(self, "tool", tool)
-        object.__setattr__(self, "arguments", arguments)
-
 
 def _pacer(delay: float) -> Callable[[], None]:
     return (lambda: time.sleep(delay)) if delay > 0 else (lambda: None)
@@ -89,14 +73,15 @@ class ScriptedModelClient:
         self.pace()
         reply = self.script.popleft() if self.script else self.after
         if isinstance(reply, ToolCall):
+            call_id, arguments = reply.call()
             message = {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
                     {
-                        "id": f"call_{next(_call_ids)}",
+                        "id": call_id,
                         "type": "function",
-                        "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)},
+                        "function": {"name": reply.tool, "arguments": arguments},
                     }
                 ],
             }

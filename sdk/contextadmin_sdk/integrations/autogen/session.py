@@ -21,7 +21,7 @@ How the pieces fit:
   take it (``contextadmin_sdk.integrations.context_sync``: nothing the chat changes is dropped
   silently).
 - **Hand-offs.** Each config rule becomes two ``OnContextCondition`` registrations on its
-  source agent (see ``_register_handoffs`` for why both).
+  source agent (see ``handoffs.handoff_register`` for why both).
 """
 
 from __future__ import annotations
@@ -29,41 +29,28 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from types import TracebackType
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.client.definitions import runtime_info
 from contextadmin_sdk.engine import (
     TEXT_MAX_CHARS,
-    EventError,
     Flip,
-    RunState,
 )
-from contextadmin_sdk.engine.format import ContextVariablesFile
 from contextadmin_sdk.integrations.common import (
     ConfigArg,
     HandoffRuleError,
     check_rules,
-    completed_overview,
     load_config_arg,
     open_run,
-    refusal_message,
     text_of,
-    tool_data,
-    unroutable_reason,
 )
-from contextadmin_sdk.integrations.context_sync import ContextSync
+from contextadmin_sdk.integrations.session_core import SessionCore
 
 try:
     import autogen
-    from autogen.agentchat.group import (
-        AgentTarget,
-        ContextExpression,
-        ExpressionContextCondition,
-        OnContextCondition,
-    )
+    from autogen.agentchat.group import ContextExpression
     from autogen.events.base_event import BaseEvent
     from autogen.io import IOStream
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -71,6 +58,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "contextadmin_sdk.integrations.autogen needs AG2 Classic 0.14.x: "
         'pip install -e ".[autogen]" (autogen>=0.14,<0.15)'
     ) from exc
+
+from .handoffs import fired_rule, handoff_register, handoffs_clear
 
 __all__ = ["SUPPORTED_AG2", "AG2Session", "HandoffRuleError", "attach"]
 
@@ -85,7 +74,6 @@ TRANSITION_EVENTS = {
     "OnConditionLLMTransitionEvent": None,
     "ReplyResultTransitionEvent": None,
 }
-_REGISTERED = "_contextadmin_handoffs"  # on an agent: the conditions a session added to it
 
 if not autogen.__version__.startswith("0.14."):  # pragma: no cover
     logger.warning(
@@ -134,19 +122,16 @@ def attach(
         capacity=capacity,
         runtime=runtime_info(framework="autogen", version=autogen.__version__),
     )
-    state, unsent, warnings = opened.state, opened.unsent, opened.warnings
     session = AG2Session(
         pattern=pattern,
         config=parsed,
-        state=state,
+        state=opened.state,
         reporter=reporter,
-        production=state.environment == "production",
-        warnings=warnings,
+        warnings=opened.warnings,
         flush_timeout=flush_timeout,
-        replayed=unsent,
+        replayed=opened.unsent,
     )
-    if session.state.get("execution.status") == "paused":  # a chat that raised: running again
-        session._emit({"type": "run_status", "status": "running"})
+    session._resume_running()  # a chat that raised: running again
     return session
 
 
@@ -186,101 +171,44 @@ class _ObservingStream:
         return result
 
 
-class AG2Session:
-    """One run of a group chat seen by contextadmin. Made by ``attach``."""
+class AG2Session(SessionCore):
+    """One run of a group chat seen by contextadmin (``SessionCore``). Made by ``attach``."""
 
-    def __init__(
-        self,
-        *,
-        pattern: Any,
-        config: ContextVariablesFile,
-        state: RunState,
-        reporter: RunReporter | None,
-        production: bool,
-        warnings: list[str],
-        flush_timeout: float,
-        replayed: list[dict[str, Any]],
-    ) -> None:
+    _log = logger
+
+    def __init__(self, *, pattern: Any, **common: Any) -> None:
+        super().__init__(**common)
         self.pattern = pattern
-        self.config = config
-        self.state = state
-        self.reporter = reporter
-        self.production = production
-        self.warnings = warnings
-        self.flush_timeout = flush_timeout
-        self.events: list[dict[str, Any]] = list(replayed)  # every run event, with its seq
-        self.flips: list[Flip] = [
-            Flip(f["name"], f["value"], f["trigger_index"], dict(f.get("cause") or {}))
-            for f in state.flips
-        ]
-        self.skipped_handoffs: list[dict[str, Any]] = []
-        self.observed = 0  # AG2 events seen
-        self._sync = ContextSync(config, production=production)
         self._tool_calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, calling agent)
         self._executed: dict[str, bool] = {}  # call id -> success
         self._transit: dict[str, str] = {}  # agent -> its expected "[Handing off to X]"
         self._rule_of: dict[int, int] = {}  # id(OnContextCondition) -> rule index
-        self._warned: set[str] = set()
         self._stream_cm: Any = None  # IOStream.set_default(...) while inside `with`
-        self._ended = False
         self._seed_context()
         self._register_handoffs()
 
-    # -- the contract ----------------------------------------------------------------------------
     @property
     def context(self) -> Any:
         """The pattern's own ``ContextVariables`` (shared with every agent), never replaced."""
         return self.pattern.context_variables
 
-    @property
-    def run_id(self) -> str | None:
-        """The server's run id (None without a reporter)."""
-        return self.reporter.run_id if self.reporter is not None else None
-
-    def completed_overview(self) -> str:
-        """Say which derived milestones this run has reached, and by which event (seed 003).
-
-        Send it to the agent that continues a resumed run, so it does not redo them.
-        """
-        return completed_overview(self.config, self.state)
-
-    def __enter__(self) -> AG2Session:
+    def _begin(self) -> None:
         previous = IOStream.get_default()
         self._stream_cm = IOStream.set_default(_ObservingStream(self, previous))
         self._stream_cm.__enter__()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stream_cm.__exit__(exc_type, exc, tb)
-        if self.observed == 0 and exc_type is None:
+    def _finish(self, *, raised: bool) -> None:
+        self._stream_cm.__exit__(None, None, None)
+        if self.observed == 0 and not raised:
             self._warn_once(
                 "no-events",
                 "the session observed no AG2 events: run the chat inside `with session:` on this "
                 "thread (initiate_group_chat), or iterate run_group_chat_iter through "
                 "session.iterate(); run_group_chat() runs it on another thread",
             )
-        # An exception out of the chat pauses the run: it can be resumed with run_id=...
-        self.end("completed" if exc_type is None else "paused")
 
-    def end(self, status: str = "completed") -> bool:
-        """Report the run's status (``completed``, ``paused``, ``failed``...) and flush.
-
-        Returns whether the server acknowledged everything within ``flush_timeout``.
-        """
-        if self._ended:
-            return True
+    def _before_end(self) -> None:
         self._sync_context()
-        self._emit({"type": "run_status", "status": status})
-        if status != "paused":
-            self._ended = True
-        if self.reporter is None:
-            return True
-        return self.reporter.close(self.flush_timeout)
 
     # -- run_group_chat_iter ---------------------------------------------------------------------
     def iterate(self, response: Any) -> Iterator[Any]:
@@ -366,15 +294,7 @@ class AG2Session:
             tool, agent = call
             success = self._executed.pop(response.tool_call_id or "", True)
             text = text_of(response.content) or ""
-            event = {
-                "type": "tool_response",
-                "agent": agent,
-                "tool": tool,
-                "status": "success" if success else "error",
-                "data": tool_data(text),
-            }
-            if not self._emit(event):
-                self._emit({**event, "data": {"content": text[:TEXT_MAX_CHARS]}})
+            self._emit_tool_response(agent=agent, tool=tool, success=success, text=text)
 
     def _on_transition(self, inner: Any, where: str | None) -> None:
         source = inner.source_agent
@@ -383,7 +303,7 @@ class AG2Session:
             return
         event: dict[str, Any] = {"type": "handoff", "agent": source.name, "target": target}
         if where is not None:
-            rule = self._fired_rule(source, getattr(source.handoffs, where))
+            rule = fired_rule(source, getattr(source.handoffs, where), self._rule_of)
             if rule is not None:
                 event["rule"] = rule
         if where == "context_conditions":
@@ -393,51 +313,17 @@ class AG2Session:
         self._sync_context(agent=source.name)
         self._emit(event)
 
-    def _fired_rule(self, agent: Any, conditions: Iterable[Any]) -> int | None:
-        """The index of our rule among the conditions AG2 just fired, replaying its first-match."""
-        for condition in conditions:
-            if condition.available is not None:
-                continue  # ours never have one; AG2 judged the user's own with the messages
-            try:
-                holds = condition.condition is None or condition.condition.evaluate(
-                    agent.context_variables
-                )
-            except Exception:
-                holds = False
-            if holds:
-                return self._rule_of.get(id(condition))
-        return None
-
     # -- state -----------------------------------------------------------------------------------
-    def _emit(self, event: dict[str, Any]) -> bool:
-        """Apply one run event to the state, mirror its flips into the chat, report it."""
-        try:
-            applied = self.state.apply(event)
-        except EventError as exc:
-            self._warn_once(f"event:{event['type']}", f"not reported: {exc} ({event['type']})")
-            return False
-        event["seq"] = applied.seq
-        self.events.append(event)
-        if applied.flips:
-            data = self.context.data
-            for flip in applied.flips:
-                data[flip.name] = flip.value
-            self.flips.extend(applied.flips)
-        if self.reporter is not None:
-            fields = {key: value for key, value in event.items() if key not in ("type", "seq")}
-            self.reporter.event(event["type"], **fields)
-        return True
+    def _mirror(self, flips: list[Flip]) -> None:
+        """Write flips into the pattern's ContextVariables: the chat routes on them."""
+        data = self.context.data
+        for flip in flips:
+            data[flip.name] = flip.value
 
     def _sync_context(self, *, agent: str | None = None, tool: str | None = None) -> None:
-        """Report what the chat changed in its own context (tools, reply functions): each
-        declared variable as a ``context_set``, or as a ``warning`` when the run may not take
-        it (the chat goes on either way; the warning is in ``session.warnings`` too)."""
-        for event in self._sync.changes(self.context.data, self.state, agent=agent, tool=tool):
-            if event["type"] == "warning":
-                message = refusal_message(event)
-                self.warnings.append(message)
-                logger.warning("%s", message)
-            self._emit(event)
+        """Report what the chat changed in its own context (tools, reply functions); the chat
+        goes on either way."""
+        self._sync_changes(self.context.data, agent=agent, tool=tool)
 
     def _seed_context(self) -> None:
         """Write the run's context into the pattern's own ContextVariables (seed 001)."""
@@ -449,65 +335,26 @@ class AG2Session:
                 agent.context_variables = context  # AG2 does it again when the chat starts
 
     def _register_handoffs(self) -> None:
-        """Register each rule as an OnContextCondition on its source agent, twice.
-
-        - ``handoffs.add_after_work``: AG2 evaluates after-work conditions as soon as the source
-          agent's turn ends, so the turn that flips the flag is followed directly by the target
-          (no transit message). ``add_after_work`` keeps the agent's unconditional after-work
-          (``set_after_work``) last, so ours are tried first.
-        - ``handoffs.add_context_condition``: AG2 evaluates these when the source agent is about
-          to speak, before its reply. That covers flips made elsewhere: a tool's response (AG2
-          returns to the caller, which then hands off at once) or another agent's turn.
-
-        Either way the chat routes on the turn right after the flip. A rule naming a variable
-        absent from this run's context (an environment variable in production) is not
-        registered: AG2's ContextExpression would raise KeyError mid-chat.
-        """
+        """Register each rule on its source agent (``handoffs.handoff_register``), but one naming
+        a variable absent from this run's context (an environment variable in production) or
+        that AG2 cannot parse: AG2's ContextExpression would raise mid-chat."""
         agents = {agent.name: agent for agent in self.pattern.agents}
-        for agent in agents.values():  # a pattern attached before: drop that session's rules
-            previous = getattr(agent, _REGISTERED, None)
-            if previous:
-                ids = {id(condition) for condition in previous}
-                handoffs = agent.handoffs
-                handoffs.context_conditions = [
-                    c for c in handoffs.context_conditions if id(c) not in ids
-                ]
-                handoffs.after_works = [c for c in handoffs.after_works if id(c) not in ids]
-            setattr(agent, _REGISTERED, [])
+        handoffs_clear(agents.values())  # a pattern attached before: drop that session's rules
+        skip = self._unroutable()
         for index, rule in enumerate(self.config.handoffs):
-            reason = unroutable_reason(rule.condition, self.state.context)
-            if reason is not None:
-                self.skipped_handoffs.append(
-                    {"index": index, "condition": rule.condition, "reason": reason}
-                )
-                self._warn_once(
-                    f"rule:{index}",
-                    f"hand-off {index} ({rule.source_agent} -> {rule.target_agent} when "
-                    f"{rule.condition}) never fires in this environment: {reason}",
-                )
+            if index in skip:
                 continue
             try:
                 expression = ContextExpression(rule.condition)
             except (SyntaxError, ValueError) as exc:  # e.g. a name that is a Python keyword
                 reason = f"AG2 cannot parse the condition: {exc}"
-                self.skipped_handoffs.append(
-                    {"index": index, "condition": rule.condition, "reason": reason}
-                )
-                self._warn_once(f"rule:{index}", f"hand-off {index} not registered: {reason}")
+                message = f"hand-off {index} not registered: {reason}"
+                self._skip_handoff(index, rule, reason, message)
                 continue
-            source, target = agents[rule.source_agent], agents[rule.target_agent]
-            for add in (source.handoffs.add_after_work, source.handoffs.add_context_condition):
-                condition = OnContextCondition(
-                    target=AgentTarget(target),
-                    condition=ExpressionContextCondition(expression),
-                )
-                add(condition)
-                self._rule_of[id(condition)] = index
-                getattr(source, _REGISTERED).append(condition)
-
-    def _warn_once(self, key: str, message: str) -> None:
-        if key in self._warned:
-            return
-        self._warned.add(key)
-        self.warnings.append(message)
-        logger.warning("%s", message)
+            handoff_register(
+                agents[rule.source_agent],
+                agents[rule.target_agent],
+                expression,
+                index=index,
+                rule_of=self._rule_of,
+            )

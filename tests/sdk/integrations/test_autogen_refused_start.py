@@ -16,10 +16,11 @@ from contextadmin_sdk.integrations.autogen import attach
 
 from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
-    DEMO_WORKFLOW,
     OPENING,
     demo_pattern,
 )
+
+from .chats import attach_demo_chat
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +40,8 @@ def test_a_bad_token_keeps_the_events_in_memory_until_the_token_is_fixed(
     server, token = site
     pattern = demo_pattern()
     reporter = RunReporter(server.url, "ca_00000000_not-a-real-token")
-    session = attach(
-        pattern, DEMO_CONFIG, workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ={},
+    session = attach_demo_chat(
+        pattern,
         reporter=reporter, flush_timeout=1,
     )
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):

@@ -14,7 +14,7 @@ from contextadmin_sdk.engine import replay
 from contextadmin_sdk.integrations.autogen import attach
 
 from .chats import ToolCall, config, derived, raise_tier, save_plan, two_stage_pattern
-from .test_ag2_live import api
+from .live import api
 
 INTERVIEW_DONE = derived(
     "interview_complete",

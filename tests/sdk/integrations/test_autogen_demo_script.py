@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from autogen.agentchat import initiate_group_chat
-from contextadmin_sdk.integrations.autogen import attach
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME
 from runs.demo_chats.autogen_chat import (
@@ -16,14 +15,14 @@ from runs.demo_chats.autogen_chat import (
     demo_pattern,
 )
 
+from .chats import attach_demo_chat
+
 
 def test_the_shipped_script_is_the_demo_chats_run() -> None:
     demo = DEMO_WORKFLOWS_BY_NAME[DEMO_WORKFLOW]
     assert demo.config_path == DEMO_CONFIG  # one file: what demo_setup imports, AG2 follows
     pattern = demo_pattern()
-    session = attach(
-        pattern, DEMO_CONFIG, workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ={}
-    )
+    session = attach_demo_chat(pattern)
     with session:
         initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
     reported = [{k: v for k, v in event.items() if k != "seq"} for event in session.events]

@@ -10,24 +10,17 @@ from typing import Any
 from ag2.network import TransitionGraph
 from contextadmin_sdk.integrations.ag2 import ContextRule, attach
 
-from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
 from tests.support.loops import in_own_loop
 
 from .chats import config, derived
-from .workflows import INTERVIEW_DONE, TO_PLANNER, speakers, two_stage
+from .workflows import INTERVIEW_DONE, TO_PLANNER, attach_demo, speakers, two_stage
 
 
 @in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_the_workflow_routes_on_the_turn_right_after_the_flip() -> None:
     workflow = await two_stage(interview=["Question?", "NEXT", "never said"], answers=["A."])
-    session = attach(
-        workflow.graph,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-        **workflow.attach_args(),
-    )
+    session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
     with session:
         await workflow.run(session)
     assert speakers(session) == ["user", "InterviewAgent", "user", "InterviewAgent", "Planner"]
@@ -46,14 +39,7 @@ async def test_the_workflow_routes_on_the_turn_right_after_the_flip() -> None:
 @in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_without_the_flip_no_handoff() -> None:
     workflow = await two_stage(interview=["Question?", "Another?"], answers=["A.", "B."])
-    session = attach(
-        workflow.graph,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-        **workflow.attach_args(),
-    )
+    session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
     session.graph.max_turns = 5
     with session:
         assert await workflow.run(session) == "max_turns"
@@ -82,14 +68,7 @@ def test_a_rule_condition_naming_an_absent_variable_is_false_and_never_raises() 
 @in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_the_rules_are_registered_data_that_survive_to_dict_and_loads() -> None:
     workflow = await two_stage(interview=["NEXT"], answers=[])
-    session = attach(
-        workflow.graph,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-        **workflow.attach_args(),
-    )
+    session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
     data = json.loads(json.dumps(session.knobs()["graph"]))  # what the hub persists
     graph = TransitionGraph.loads(data)
     ids = workflow.hub.name_to_id_map()
@@ -118,15 +97,7 @@ async def test_a_hub_restored_from_its_store_refolds_the_workflow_with_the_rules
 
     store = MemoryKnowledgeStore()
     demo = await demo_workflow(store=store)
-    session = attach(
-        demo.graph,
-        DEMO_CONFIG,
-        hub=demo.hub,
-        agents=demo.agents,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
-    )
+    session = attach_demo(demo)
     with session:
         await run_demo(demo, session)
     channel_id = session.channel_id
@@ -197,14 +168,7 @@ async def test_a_flag_a_humans_text_flips_routes_on_the_very_next_turn_too() -> 
     user_go = derived("user_go", {"type": "agent_text", "agent": "user", "match": {"equals": "GO"}})
     rule = {"source_agent": "user", "target_agent": "Planner", "condition": "${user_go}"}
     workflow = await two_stage(interview=["Question?", "never said"], answers=["GO"])
-    session = attach(
-        workflow.graph,
-        config(user_go, handoffs=[rule]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-        **workflow.attach_args(),
-    )
+    session = workflow.attach(config(user_go, handoffs=[rule]))
     with session:
         await workflow.run(session)
     # The hub's arbiter showed the text to the session before the graph folded it.

@@ -12,19 +12,8 @@ from contextadmin_sdk.integrations.ag2.scripted import ToolCall, scripted_agent
 
 from tests.support.loops import in_own_loop
 
-from .chats import config, derived
+from .chats import PLAN_OWNER, config, derived
 
-DATABASE_OWNER = {
-    "name": "plan_owner",
-    "type": "string",
-    "source": {
-        "type": "database",
-        "database_name": "db",
-        "collection": "Plans",
-        "search_by": "enterprise_id",
-        "field": "owner",
-    },
-}
 seen: list[dict[str, Any]] = []
 
 
@@ -50,7 +39,7 @@ async def test_a_single_agents_tools_variables_and_flags() -> None:
             "said_done", {"type": "agent_text", "agent": "Planner", "match": {"equals": "DONE"}}
         ),
         derived("twice", {"type": "agent_turn_count", "agent": "Planner", "count": 2}),
-        database=[DATABASE_OWNER],
+        database=[PLAN_OWNER],
         handoffs=[{"source_agent": "Planner", "target_agent": "Other", "condition": "${planned}"}],
     )
     agent = scripted_agent(

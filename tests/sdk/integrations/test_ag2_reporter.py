@@ -10,25 +10,19 @@ from pathlib import Path
 
 import pytest
 from contextadmin_sdk.client import RunReporter
-from contextadmin_sdk.integrations.ag2 import attach
 
 from devservers.processes import free_port
-from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
+from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
 from tests.support.loops import in_own_loop
 
 from .fake_server import FakeRunServer
+from .workflows import attach_demo
 
 
 async def _timed_demo(reporter: RunReporter | None, **options: object) -> tuple[float, object]:
     demo = await demo_workflow()
-    session = attach(
-        demo.graph,
-        DEMO_CONFIG,
-        hub=demo.hub,
-        agents=demo.agents,
-        workflow_name=DEMO_WORKFLOW,
-        enterprise_id="acme",
-        environ={},
+    session = attach_demo(
+        demo,
         reporter=reporter,
         **options,  # type: ignore[arg-type]
     )

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from . import chats
 from .chats import ToolCall
-from .test_ag2_live import api
+from .live import api
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,57 @@
+"""The run lifecycle, one owner for it: ``running`` <-> ``paused`` (either way, any number of
+times) until a ``run_status`` of ``completed``, ``failed`` or ``cancelled`` ends the run. An
+ended run takes no event at all (``RunEnded``) and is never reopened. The errors a run's state
+raises for an event it cannot take live here too."""
+
+from __future__ import annotations
+
+from .events import RUN_STATUSES
+
+__all__ = [
+    "RUN_ENDED_STATUSES",
+    "RUN_TRANSITIONS",
+    "EventError",
+    "RunEnded",
+    "SeqError",
+    "run_status_problem",
+]
+
+# The run lifecycle: running <-> paused -> completed | failed | cancelled. A status may repeat
+# while the run lives (a no-op); an ended run has no way out.
+RUN_ENDED_STATUSES = frozenset({"completed", "failed", "cancelled"})
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    status: (frozenset() if status in RUN_ENDED_STATUSES else frozenset(RUN_STATUSES))
+    for status in RUN_STATUSES
+}
+
+
+class EventError(ValueError):
+    """An event this run cannot take; ``problems`` name the fields."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class SeqError(EventError):
+    """An event whose ``seq`` is not the next one (``expected`` is)."""
+
+    def __init__(self, *, expected: int, got: int) -> None:
+        self.expected = expected
+        self.got = got
+        super().__init__([f"seq: expected {expected}, got {got}"])
+
+
+class RunEnded(EventError):
+    """An event for a run that has ended: it takes no more (``status`` is how it ended)."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+        super().__init__([f"run_status: the run has ended ({status}): it takes no more events"])
+
+
+def run_status_problem(current: str, new: str) -> str | None:
+    """Say why a run in status ``current`` cannot move to ``new`` (None when it may)."""
+    if new in RUN_TRANSITIONS.get(current, frozenset()):
+        return None
+    return f"status: a {current} run cannot become {new}"

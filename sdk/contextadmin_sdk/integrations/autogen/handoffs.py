@@ -1,0 +1,73 @@
+"""A workflow's hand-off rules as AG2 Classic ``OnContextCondition`` registrations, and which
+of them AG2 just fired (the rule index a ``handoff`` event names)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from autogen.agentchat.group import (
+    AgentTarget,
+    ContextExpression,
+    ExpressionContextCondition,
+    OnContextCondition,
+)
+
+__all__ = ["fired_rule", "handoff_register", "handoffs_clear"]
+
+_REGISTERED = "_contextadmin_handoffs"  # on an agent: the conditions a session added to it
+
+
+def handoffs_clear(agents: Iterable[Any]) -> None:
+    """Drop the conditions an earlier session registered on these agents (the user's stay)."""
+    for agent in agents:
+        previous = getattr(agent, _REGISTERED, None)
+        if previous:
+            ids = {id(condition) for condition in previous}
+            handoffs = agent.handoffs
+            handoffs.context_conditions = [
+                c for c in handoffs.context_conditions if id(c) not in ids
+            ]
+            handoffs.after_works = [c for c in handoffs.after_works if id(c) not in ids]
+        setattr(agent, _REGISTERED, [])
+
+
+def handoff_register(
+    source: Any, target: Any, expression: ContextExpression, *, index: int, rule_of: dict[int, int]
+) -> None:
+    """Register rule ``index`` as an OnContextCondition on its source agent, twice.
+
+    - ``handoffs.add_after_work``: AG2 evaluates after-work conditions as soon as the source
+      agent's turn ends, so the turn that flips the flag is followed directly by the target
+      (no transit message). ``add_after_work`` keeps the agent's unconditional after-work
+      (``set_after_work``) last, so ours are tried first.
+    - ``handoffs.add_context_condition``: AG2 evaluates these when the source agent is about
+      to speak, before its reply. That covers flips made elsewhere: a tool's response (AG2
+      returns to the caller, which then hands off at once) or another agent's turn.
+
+    Either way the chat routes on the turn right after the flip. ``rule_of`` learns each
+    condition's rule index (by ``id``).
+    """
+    for add in (source.handoffs.add_after_work, source.handoffs.add_context_condition):
+        condition = OnContextCondition(
+            target=AgentTarget(target), condition=ExpressionContextCondition(expression)
+        )
+        add(condition)
+        rule_of[id(condition)] = index
+        getattr(source, _REGISTERED).append(condition)
+
+
+def fired_rule(agent: Any, conditions: Iterable[Any], rule_of: dict[int, int]) -> int | None:
+    """The index of our rule among the conditions AG2 just fired, replaying its first-match."""
+    for condition in conditions:
+        if condition.available is not None:
+            continue  # ours never have one; AG2 judged the user's own with the messages
+        try:
+            holds = condition.condition is None or condition.condition.evaluate(
+                agent.context_variables
+            )
+        except Exception:
+            holds = False
+        if holds:
+            return rule_of.get(id(condition))
+    return None
