@@ -21,8 +21,14 @@ FIGURES: tuple[str, ...] = (
     "B9.ag2",
     "B10",
     "B11",
+    "B11.http",
+    "B11.prod",
+    "B11.post",
     "B12",
     "B13.ingest",
     "B13.latency",
     "B13.outage",
 )
+# Selected only by their own ids: ``--only B11`` is the scale figure B11 alone, not also the
+# minutes-long runs of B11 as runtimes report (bench/reporting_figures.py).
+BY_NAME_ONLY: frozenset[str] = frozenset({"B11.http", "B11.prod", "B11.post"})

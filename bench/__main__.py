@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench import FIGURES, report
+from bench import BY_NAME_ONLY, FIGURES, report
 from bench.machine import Machine, OtherWork, redis_version, wait_for_quiet
 from bench.stats import Latency, Rates
 
@@ -140,8 +140,12 @@ class Bench:
         self.layers: dict[str, str] = {}
 
     def wanted(self, *ids: str) -> bool:
-        """Whether any of these figures was asked for (``--only B4`` asks for B4.B1...)."""
-        return self.only is None or any(i in self.only or i.split(".")[0] in self.only for i in ids)
+        """Whether any of these figures was asked for (``--only B4`` asks for B4.B1..., but
+        not for the figures of ``BY_NAME_ONLY``)."""
+        return self.only is None or any(
+            i in self.only or (i.split(".")[0] in self.only and i not in BY_NAME_ONLY)
+            for i in ids
+        )
 
     def emit(self, figure: Figure) -> None:
         self.figures.append(figure)
@@ -393,6 +397,13 @@ class Bench:
         from bench import webhooks
 
         webhooks.figures(self, Figure)
+
+    def reporting(self) -> None:
+        """B11.http, B11.prod, B11.post: runtimes reporting with RunReporter over HTTP
+        (bench/reporting_figures.py)."""
+        from bench import reporting_figures
+
+        reporting_figures.figures(self, Figure)
 
     # -- live servers ---------------------------------------------------------------------------
     def live(self) -> None:
@@ -732,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         steps.append(bench.scale)
         steps.append(bench.webhooks)
+        steps.append(bench.reporting)
         for step in steps:
             step()
     finally:

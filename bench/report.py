@@ -58,6 +58,15 @@ METHOD = """\
   and is not counted, except where it takes the GIL from the chat. B9 needs AG2 Classic (the
   `autogen` extra): without it the run prints B9 as skipped, with the command that installs it
   (`pip install -e ".[autogen]"`), and still measures and writes the other figures.
+- B9.ag2 (`bench/ag2x.py`) runs the same workflow on AG2 1.x in the same run, each 1.x run
+  right after the Classic run of the same case: a workflow channel on an in-process hub (a
+  human opens it; Asker and Answerer alternate through the `TransitionGraph` until
+  `max_turns`), scripted with `ag2.testing.TestConfig`, the same config, each run on its own
+  event loop. The cost is the wall time (and CPU time) of each observation hook of the session
+  that produced a run event: the agent middleware's `turn_ended` / `tool_ended` and the hub
+  listener's `envelope_posted` (a hand-off). Without the adapter the same graph runs with
+  plain knobs and a listener that only waits for the channel to close. It runs in B9's loop,
+  so it needs both extras (`ag2` and `autogen`).
 - B10 and B11 (`bench/scale.py`) each run on their own fresh database and Daphne (in-memory
   layer). B10 POSTs one run's events in batches of 1,000 with `seq`, back to back, and at
   100,000 events (the baseline) and at 1,000,000 measures: the database's growth per event
@@ -77,6 +86,20 @@ METHOD = """\
   lazily from the database) as History and `impact_context` do, then the baseline: the same
   runs from the same source replayed once under their pinned version. A check first replays
   them under the pinned version as the candidate: no run may change.
+- B11.http, B11.prod and B11.post (`bench/reporting.py`, `bench/reporting_figures.py`) report
+  as runtimes really do: every run has its own `RunReporter(background=True)` (a sender
+  thread, batched POSTs to `/api/runs/<id>/events/` after its 0.2 s `flush_interval`), the
+  runs created first (100 per API token), 1 event/s per run with the phases spread over the
+  second, 5 s of warm-up and 30 s measured, 100 inspector sockets on evenly spread runs. Two
+  latencies per event:
+  `event()` → the POST carrying it leaves this process (seen by wrapping
+  `http.client.HTTPConnection.request` in the bench process), and that POST → the inspector.
+  B11.http: 1 Daphne on SQLite (baseline: 100 runs, same run). B11.prod: Debian's nginx with
+  docs/deploy.md's config (`devservers/nginx.py`) in front of 2 Daphnes, Redis (pubsub),
+  PostgreSQL (`fsync` off), 2,000 runs, the CPU of each process tree. B11.post: 1,000
+  runtimes each POST one-event batches back to back for 20 s, with the group commit and
+  without it (`bench/ungrouped_asgi.py`: the same application with rounds capped at one
+  request, each POST its own transaction).
 - The two cores may be shared with other work: a full run waits before each figure (up to
   180 s) until the CPUs are idle, and every line ends with the 1-minute load average, how busy
   the CPUs were just before the figure and how much of them other work (processes that are

@@ -69,16 +69,23 @@ def prepare_site(workdir: Path, database_url: str | None = None) -> Site:
 
 @contextlib.contextmanager
 def daphnes(
-    site: Site, count: int, *, redis_url: str | None = None, redis_layer: str = "pubsub"
+    site: Site,
+    count: int,
+    *,
+    redis_url: str | None = None,
+    redis_layer: str = "pubsub",
+    application: str = "contextadmin.asgi:application",
 ) -> Iterator[list[Daphne]]:
     """Start ``count`` Daphne processes on the site's database (and Redis layer, if given:
-    ``redis_layer`` is settings.REDIS_CHANNEL_LAYER, "pubsub" or "lists")."""
+    ``redis_layer`` is settings.REDIS_CHANNEL_LAYER, "pubsub" or "lists"; ``application``:
+    another ASGI application, e.g. bench/ungrouped_asgi.py)."""
     servers: list[Daphne] = []
     try:
         for index in range(count):
             log = site.workdir / f"daphne-{'redis' if redis_url else 'memory'}-{index}.log"
             env = site.env(redis_url=redis_url, redis_layer=redis_layer)
-            servers.append(Daphne(env=env, log_path=log).start())
+            daphne = Daphne(env=env, log_path=log, application=application)
+            servers.append(daphne.start())
         yield servers
     finally:
         for server in servers:

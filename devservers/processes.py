@@ -101,6 +101,7 @@ class Daphne:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
     args: tuple[str, ...] = ()  # extra Daphne options, e.g. ("--ping-timeout", "5")
+    application: str = "contextadmin.asgi:application"
 
     @property
     def url(self) -> str:
@@ -121,7 +122,7 @@ class Daphne:
                 "--websocket-max-message-size",
                 "1048576",
                 *self.args,
-                "contextadmin.asgi:application",
+                self.application,
             ],
             env=self.env,
             cwd=PROJECT,

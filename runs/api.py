@@ -140,7 +140,7 @@ def events_post_read(request: HttpRequest) -> tuple[ApiToken | None, Any]:
         raise BadRequest("events: field required")
     # Give this thread's connection back (to the pool, on PostgreSQL) before the request waits
     # for the group commit, which uses its own: a waiting request otherwise holds one of the
-    # pool's few connections, and a few dozen waiting POSTs starve the pool (B13.prod).
+    # pool's few connections, and a few dozen waiting POSTs starve the pool (B11.prod).
     if not connection.in_atomic_block:
         connection.close()
     return caller.token, body["events"]

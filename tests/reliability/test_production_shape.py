@@ -1,0 +1,150 @@
+"""The production shape of docs/deploy.md from real parts: Debian's nginx, with the config the
+doc gives, in front of two Daphnes on PostgreSQL and Redis. Runtimes report through nginx
+(RunReporter in background mode, plain HTTP POSTs with a retried batch, the ingest websocket);
+an inspector socket per run, also through nginx, gets every event exactly once, in order,
+whichever Daphne took it; both Daphnes took events; nginx enforces the documented body limit
+and its access log never holds a token."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+from contextadmin_sdk.client import RunReporter
+from websockets.sync.client import connect
+
+from devservers.nginx import Nginx
+from devservers.processes import Redis, server_env
+from tests.reliability.helpers import (
+    Inspector,
+    Stack,
+    http_json,
+    postgres_run_log,
+    seed,
+    wait_until,
+)
+
+EVENTS = 60  # per run
+BATCH = 6  # events per plain-HTTP POST
+
+
+def chat(run: str, count: int) -> list[dict[str, str]]:
+    return [{"type": "agent_text", "agent": "InterviewAgent", "text": f"{run} {i}"}
+            for i in range(count)]
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_nginx_two_daphnes_postgres_redis_deliver_every_event_once(postgres_server, tmp_path):
+    database_url = postgres_server.create_database("contextadmin_production_shape")
+    redis = Redis(workdir=tmp_path).start()
+    env = server_env(database_url, MONGODB_URI="", REDIS_URL=redis.url, DJANGO_DEBUG="0",
+                     DJANGO_SECRET_KEY="production-shape-test-" + "x" * 40)
+    stack = Stack(tmp_path, env, seed(env))
+    proxy: Nginx | None = None
+    inspectors: list[Inspector] = []
+    try:
+        servers = [stack.start_daphne(), stack.start_daphne()]
+        proxy = Nginx(workdir=tmp_path / "nginx", upstreams=[s.port for s in servers]).start()
+        base = proxy.url
+
+        # Three runs, started through nginx; one inspector on each, also through nginx.
+        run_ids = {}
+        for name in ("http", "websocket"):
+            status, body = http_json("POST", f"{base}/api/runs/",
+                                     {"workflow": "Generator", "enterprise_id": name},
+                                     token=stack.secret)
+            assert status == 201, body
+            run_ids[name] = body["run_id"]
+        reporter = RunReporter(base, stack.secret, background=True, batch_size=BATCH)
+        run_ids["reporter"] = reporter.start(workflow="Generator", enterprise_id="reporter")
+        # Background mode answers start() at once; watch once the server has the run.
+        state_url = f"{base}/api/runs/{run_ids['reporter']}/state/"
+        assert wait_until(lambda: http_json("GET", state_url, token=stack.secret)[0] == 200,
+                          timeout=30)
+        for run_id in run_ids.values():
+            inspector = Inspector(lambda: proxy.ws_url, run_id, stack.session,
+                                  until=EVENTS, deadline_s=90)
+            inspector.start()
+            inspectors.append(inspector)
+        assert all(i.connected.wait(15) for i in inspectors)
+
+        # RunReporter in background mode (what the AG2 integration uses), through nginx.
+        for event in chat("reporter", EVENTS):
+            reporter.event(event["type"], agent=event["agent"], text=event["text"])
+        assert reporter.close(timeout=60), reporter.error
+
+        # Plain HTTP POSTs with client seqs; every batch is sent twice (a retry after a lost
+        # answer): the second is acknowledged as duplicates, nothing is stored twice.
+        events = chat("http", EVENTS)
+        for start in range(0, EVENTS, BATCH):
+            batch = [{**e, "seq": start + i + 1} for i, e in enumerate(events[start:start + BATCH])]
+            answers = [http_json("POST", f"{base}/api/runs/{run_ids['http']}/events/",
+                                 {"events": batch}, token=stack.secret) for _ in range(2)]
+            assert [status for status, _ in answers] == [200, 200], answers
+            first, again = (body["acks"] for _, body in answers)
+            assert [a["seq"] for a in first] == [a["seq"] for a in again]
+            assert all(a.get("duplicate") for a in again), again
+        # A seq that skips ahead is refused with 409, through nginx too.
+        status, body = http_json("POST", f"{base}/api/runs/{run_ids['http']}/events/",
+                                 {"events": [{**events[0], "seq": EVENTS + 5}]},
+                                 token=stack.secret)
+        assert status == 409, body
+
+        # The ingest websocket (the upgrade goes through nginx), token in the header.
+        url = f"{proxy.ws_url}/ws/ingest/{run_ids['websocket']}/"
+        with connect(url, additional_headers={"Authorization": f"Bearer {stack.secret}"},
+                     open_timeout=10) as socket:
+            for event in chat("websocket", EVENTS):
+                socket.send(json.dumps(event))
+            acks = [json.loads(socket.recv(timeout=30)) for _ in range(EVENTS)]
+        assert [a["seq"] for a in acks] == list(range(1, EVENTS + 1)), acks[:3]
+
+        # Every inspector saw every event of its run once, in order, with the right text.
+        for inspector in inspectors:
+            inspector.finish(timeout=60)
+            assert inspector.errors == []
+            assert inspector.seqs == list(range(1, EVENTS + 1))
+        for name, run_id in run_ids.items():
+            rows, last_seq = postgres_run_log(database_url, run_id)
+            assert last_seq == EVENTS
+            assert [p["text"] for _, p in rows] == [e["text"] for e in chat(name, EVENTS)]
+
+        # nginx spread the requests: each Daphne took events POSTs.
+        posts = [len(re.findall(r'"POST /api/runs/[^/]+/events/', s.log_path.read_text()))
+                 for s in servers]
+        assert all(count > 0 for count in posts), posts
+
+        # The documented body limit: nginx answers 413 before a Daphne reads the body.
+        status, _ = http_json_raw(f"{base}/api/runs/{run_ids['http']}/events/",
+                                  b"x" * (1024 * 1024 + 1), stack.secret)
+        assert status == 413
+        # The documented access log writes paths, never query strings (where a token may be).
+        status, _ = http_json_raw(f"{base}/api/runs/?token=secret-in-query", b"{}", "")
+        log = (proxy.workdir / "contextadmin.access.log").read_text()
+        assert "/api/runs/" in log and "secret-in-query" not in log
+        assert stack.secret not in log
+    finally:
+        for inspector in inspectors:
+            inspector.stop_flag.set()
+            inspector.join(timeout=5)
+        if proxy is not None:
+            proxy.stop()
+        stack.stop()
+        redis.stop()
+
+
+def http_json_raw(url: str, body: bytes, token: str) -> tuple[int, bytes]:
+    """POST raw bytes (http_json encodes JSON) and return (status, body)."""
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback)
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
