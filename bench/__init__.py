@@ -22,6 +22,7 @@ FIGURES: tuple[str, ...] = (
     "B10",
     "B11",
     "B11.http",
+    "B11.ws",
     "B11.prod",
     "B11.post",
     "B12",
@@ -31,4 +32,4 @@ FIGURES: tuple[str, ...] = (
 )
 # Selected only by their own ids: ``--only B11`` is the scale figure B11 alone, not also the
 # minutes-long runs of B11 as runtimes report (bench/reporting_figures.py).
-BY_NAME_ONLY: frozenset[str] = frozenset({"B11.http", "B11.prod", "B11.post"})
+BY_NAME_ONLY: frozenset[str] = frozenset({"B11.http", "B11.ws", "B11.prod", "B11.post"})

@@ -399,8 +399,8 @@ class Bench:
         webhooks.figures(self, Figure)
 
     def reporting(self) -> None:
-        """B11.http, B11.prod, B11.post: runtimes reporting with RunReporter over HTTP
-        (bench/reporting_figures.py)."""
+        """B11.http, B11.ws, B11.prod, B11.post: runtimes reporting with RunReporter over
+        HTTP or the ingest websocket (bench/reporting_figures.py)."""
         from bench import reporting_figures
 
         reporting_figures.figures(self, Figure)

@@ -1,5 +1,5 @@
-"""Runtimes reporting the way they really do (B11.http, B11.prod, B11.post): ``RunReporter``
-in background mode over HTTP.
+"""Runtimes reporting the way they really do (B11.http, B11.ws, B11.prod, B11.post):
+``RunReporter`` in background mode over HTTP, or over the ingest websocket (B11.ws).
 
 ``many_reporters`` keeps ``runs`` runs live at 1 event/s each, every run reported by its own
 ``RunReporter(background=True)`` (one sender thread each, batched POSTs to
@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 from contextadmin_sdk.client import RunReporter
 from websockets.exceptions import InvalidStatus
+from websockets.sync.connection import Connection as WebsocketConnection
 
 from bench.http import Http, HttpError
 from bench.live import event, event_arrivals_watch, ws_connect
@@ -42,26 +43,28 @@ from bench.stats import percentile
 perf = time.perf_counter
 STARTS_PER_WAVE = 100  # reporters started together, then 0.1 s
 INSPECTOR_PATIENCE_S = 60.0  # how long an inspector keeps reconnecting at set-up
-TRANSPORTS = ("http",)  # how a bench runtime's RunReporter sends: reporter_make
+TRANSPORTS = ("http", "websocket")  # how a bench runtime's RunReporter sends: reporter_make
 
 
 def reporter_make(*, base: str, secret: str, transport: str = "http") -> RunReporter:
     """One runtime's reporter, in background mode as the AG2 integration runs it. The one
     place the bench chooses how reporters send: "http" is the events POST (B11.http,
-    B11.prod). A websocket transport (B11.ws) is one more branch here and a name in
-    TRANSPORTS; ``PostLog`` sees only POSTs, so it also needs its own departure hook."""
-    if transport == "http":
-        return RunReporter(base, secret, background=True)
-    raise ValueError(f"transport: {transport!r} is not one of {TRANSPORTS}")
+    B11.prod), "websocket" a batch frame on the run's ingest socket (B11.ws); named, not
+    "auto", so a figure never depends on what is installed."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport: {transport!r} is not one of {TRANSPORTS}")
+    return RunReporter(base, secret, background=True, transport=transport)
 
 
 # -- what left when: the reporters' POSTs -------------------------------------------------------
 class PostLog:
-    """Record each events POST as it leaves this process: (time, path, body)."""
+    """Record each batch as it leaves this process, as an events POST or as a batch frame on
+    an ingest socket (the websockets sync client's ``send``): (time, path, body)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[float, str, bytes]] = []
         self._original: Any = None
+        self._original_send: Any = None
 
     def __enter__(self) -> PostLog:
         original = self._original = http.client.HTTPConnection.request
@@ -73,16 +76,26 @@ class PostLog:
             return original(conn, method, url, body, *a, **k)
 
         http.client.HTTPConnection.request = request  # type: ignore[method-assign]
+        original_send = self._original_send = WebsocketConnection.send
+
+        def send(conn: Any, message: Any, *a: Any, **k: Any) -> Any:
+            if isinstance(message, bytes) and message.startswith(b'{"events":'):
+                sent.append((perf(), conn.request.path, message))
+            return original_send(conn, message, *a, **k)
+
+        WebsocketConnection.send = send  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         http.client.HTTPConnection.request = self._original  # type: ignore[method-assign]
+        WebsocketConnection.send = self._original_send  # type: ignore[method-assign]
 
     def first_sends(self) -> dict[str, dict[int, float]]:
         """run id -> seq -> when the first POST carrying it left (a retry is not counted)."""
         out: dict[str, dict[int, float]] = {}
-        for at, url, body in self.sent:
-            run_id = url.rstrip("/").split("/")[-2]
+        for at, url, body in self.sent:  # /api/runs/<id>/events/ or /ws/ingest/<id>/
+            parts = url.rstrip("/").split("/")
+            run_id = parts[-1] if parts[-2] == "ingest" else parts[-2]
             seen = out.setdefault(run_id, {})
             for item in orjson.loads(body)["events"]:
                 seen.setdefault(int(item["seq"]), at)

@@ -1,8 +1,10 @@
-"""B11.http, B11.prod, B11.post: runtimes reporting over HTTP with RunReporter
-(bench/reporting.py), three figures.
+"""B11.http, B11.ws, B11.prod, B11.post: runtimes reporting with RunReporter
+(bench/reporting.py), four figures.
 
 - B11.http: B11 as runtimes really report: ``runs`` RunReporters in background mode, 100
   inspectors, 1 Daphne, SQLite; baseline the same with 10x fewer runs, same run.
+- B11.ws: B11.http with the reporters on the ingest websocket (``transport="websocket"``);
+  baseline B11.http's figure, same run.
 - B11.prod: the same over the production shape of docs/deploy.md: Debian's nginx (the doc's
   config, devservers/nginx.py) in front of 2 Daphnes, Redis (pubsub layer), PostgreSQL;
   the CPU of every process; baseline B11.http's figure.
@@ -49,15 +51,16 @@ def secrets_for(site: Site, runs: int) -> list[str]:
     return [made[i // RUNS_PER_TOKEN] for i in range(runs)]
 
 
-def reported_text(m: Reported) -> str:
+def reported_text(m: Reported, *, via: str = "POST") -> str:
+    """``via``: what carried a batch, "POST" or "frame" (B11.ws)."""
     return (
-        f"POST → inspector p50 {p(m.server_latencies, 50)}, p99 {p(m.server_latencies, 99)} "
-        f"(n={len(m.server_latencies):,}); the reporter's batching (event() → POST leaves) "
+        f"{via} → inspector p50 {p(m.server_latencies, 50)}, p99 {p(m.server_latencies, 99)} "
+        f"(n={len(m.server_latencies):,}); the reporter's batching (event() → {via} leaves) "
         f"p50 {p(m.batching, 50)}, p99 {p(m.batching, 99)}; event() → inspector p99 "
         f"{p(m.whole_latencies, 99)}; delivered {m.delivered:,} of {m.inspectors * m.total:,} "
         f"(missing {m.missing}), duplicated {m.duplicates}, out of order {m.out_of_order}; "
         f"runs not fully acked at close {m.unacked_runs}, reporter errors "
-        f"{m.reporter_errors or 0}; {m.posts:,} POSTs; committed {m.committed_rate:,.0f} "
+        f"{m.reporter_errors or 0}; {m.posts:,} {via}s; committed {m.committed_rate:,.0f} "
         f"events/s while sending, {m.offered_rate:,.0f}/s offered; CPU (share of one core) "
         f"{m.cpu_text()}; {m.late_events} event() calls > 50 ms late; set-up "
         f"{m.setup_seconds:.0f} s"
@@ -111,7 +114,7 @@ def production(bench: Any) -> Iterator[tuple[Site, Nginx, dict[str, int]]]:
 
 def figures(bench: Any, figure: Any) -> None:
     """Emit B11.http, B11.prod and B11.post on ``bench`` (bench.__main__.Bench)."""
-    if not bench.wanted("B11.http", "B11.prod", "B11.post"):
+    if not bench.wanted("B11.http", "B11.ws", "B11.prod", "B11.post"):
         return
     rp = REPORTING_QUICK if bench.profile.name == "quick" else REPORTING_FULL
     shape = (f"{rp.inspectors} inspector sockets spread over them, {rp.seconds} s measured "
@@ -147,6 +150,38 @@ def figures(bench: Any, figure: Any) -> None:
                 setup=bench.tag("in-memory", "1 Daphne"),
                 value=_p99(many.server_latencies),
             ))
+    if bench.wanted("B11.ws"):
+        site = prepare_site(bench.workdir, f"sqlite:///{bench.workdir / 'b11_ws.sqlite3'}")
+        secrets = secrets_for(site, rp.runs)
+        bench.quiet()
+        with daphnes(site, 1) as one:
+            server = one[0]
+            ws = asyncio.run(many_reporters(
+                base=server.url, ws_base=server.ws_url, session=site.session,
+                secrets=secrets, runs=rp.runs, inspectors=rp.inspectors, events=rp.seconds,
+                warmup=rp.warmup, transport="websocket",
+                pids={"Daphne": server.process.pid},  # type: ignore[union-attr]
+            ))
+        over_http = http.get(rp.runs)
+        bench.emit(figure(
+            "B11.ws",
+            f"B11.http with the reporters on the ingest websocket: {rp.runs:,} runs at 1 "
+            f"event/s, each reported by a RunReporter in background mode (transport="
+            f"\"websocket\": a batch frame per batch, {RUNS_PER_TOKEN} runs per API token), "
+            f"{shape}, 1 Daphne, SQLite",
+            reported_text(ws, via="frame"),
+            target="every event to every socket exactly once; p99 frame → inspector ≤ "
+            "150 ms (the reporter's 0.2 s batching apart); committed rate = offered",
+            met=_met(ws),
+            baseline=f"B11.http, same run: p99 {p(over_http.server_latencies, 99)}, committed "
+            f"{over_http.committed_rate:,.0f} events/s, Daphne {over_http.cpu['Daphne']:.0%}"
+            if over_http else "B11.http: its own line",
+            ratio=f"committed {ws.committed_rate / max(over_http.committed_rate, 1e-9):.2f}x, "
+            f"p99 {_ratio(ws.server_latencies, over_http.server_latencies)}"
+            if over_http else "",
+            setup=bench.tag("in-memory", "1 Daphne"),
+            value=_p99(ws.server_latencies),
+        ))
     if bench.wanted("B11.prod"):
         bench.quiet()
         with production(bench) as (site, proxy, pids):

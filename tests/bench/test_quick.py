@@ -1,7 +1,7 @@
 """``python -m bench --quick`` runs end to end and prints every figure (docs/benchmarks.md);
 the scale figures B10 and B11 run in tests/bench/test_scale.py, B13 in
-tests/bench/test_webhooks.py and B11.http, B11.prod, B11.post in tests/bench/test_reporting.py,
-so they are left out here."""
+tests/bench/test_webhooks.py and B11.http, B11.ws, B11.prod, B11.post in
+tests/bench/test_reporting.py, so they are left out here."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ SCALE_FIGURES = (  # own tests: test_scale, test_webhooks, test_reporting
     "B10",
     "B11",
     "B11.http",
+    "B11.ws",
     "B11.prod",
     "B11.post",
     "B13.ingest",
