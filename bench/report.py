@@ -86,15 +86,19 @@ METHOD = """\
   lazily from the database) as History and `impact_context` do, then the baseline: the same
   runs from the same source replayed once under their pinned version. A check first replays
   them under the pinned version as the candidate: no run may change.
-- B11.http, B11.prod and B11.post (`bench/reporting.py`, `bench/reporting_figures.py`) report
-  as runtimes really do: every run has its own `RunReporter(background=True)` (a sender
-  thread, batched POSTs to `/api/runs/<id>/events/` after its 0.2 s `flush_interval`), the
-  runs created first (100 per API token), 1 event/s per run with the phases spread over the
-  second, 5 s of warm-up and 30 s measured, 100 inspector sockets on evenly spread runs. Two
-  latencies per event:
+- B11.http, B11.ws, B11.prod and B11.post (`bench/reporting.py`,
+  `bench/reporting_figures.py`) report as runtimes really do: every run has its own
+  `RunReporter(background=True)` (a sender thread, batched POSTs to `/api/runs/<id>/events/`
+  after its 0.2 s `flush_interval`), the runs created first (100 per API token), 1 event/s per
+  run with the phases spread over the second, 5 s of warm-up and 30 s measured, 100 inspector
+  sockets on evenly spread runs. Two latencies per event:
   `event()` → the POST carrying it leaves this process (seen by wrapping
   `http.client.HTTPConnection.request` in the bench process), and that POST → the inspector.
-  B11.http: 1 Daphne on SQLite (baseline: 100 runs, same run). B11.prod: Debian's nginx with
+  B11.http: 1 Daphne on SQLite (baseline: 100 runs, same run). B11.ws: the same 1,000 runs
+  with `transport="websocket"` (a batch frame on the run's ingest socket; its departure seen
+  by wrapping the websockets sync client's `send`), on a fresh database, baseline B11.http.
+  `bench/reporter_transports.py` compares the two transports apart from the full run, the
+  runtimes in worker processes, with the Daphne's CPU per event. B11.prod: Debian's nginx with
   docs/deploy.md's config (`devservers/nginx.py`) in front of 2 Daphnes, Redis (pubsub),
   PostgreSQL (`fsync` off), 2,000 runs, the CPU of each process tree. B11.post: 1,000
   runtimes each POST one-event batches back to back for 20 s, with the group commit and
