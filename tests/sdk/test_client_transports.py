@@ -233,28 +233,31 @@ def test_without_the_websockets_library_the_reporter_goes_over_http(server):
 REVOKE = """
 from runs.models import ApiToken
 from runs.services.tokens import api_token_revoke
-api_token_revoke(token=ApiToken.objects.get(name="revoked-soon"))
+api_token_revoke(token=ApiToken.objects.get(name={name!r}))
 """
 
 
-def test_a_socket_the_server_will_not_upgrade_falls_back_to_http_once(server, caplog):
-    """A revoked token: Daphne refuses the socket at the handshake (403), so the sender goes
-    over HTTP, where the refusal reads as it always does (401)."""
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_token_revoked_mid_run_is_the_same_refusal(server, transport, caplog):
+    """The socket is open (opened once the run exists) when the token is revoked: the server
+    refuses the next batch with 401, as the events POST does, and reporting stops."""
     site, _ = server
-    token = site.manage("create_api_token", "revoked-soon").stdout.strip()
-    reporter = reporter_for(site.url, token, "websocket")
+    name = f"revoked-{transport}"
+    token = site.manage("create_api_token", name).stdout.strip()
+    reporter = reporter_for(site.url, token, transport)
     reporter.start(workflow="Generator", enterprise_id="acme")
-    assert reporter.wait_started(10)
-    site.manage("shell", "-c", REVOKE)
+    reporter.event("agent_text", agent="a", text="before")
+    assert reporter.flush(timeout=10)
+    site.manage("shell", "-c", REVOKE.format(name=name))
     time.sleep(1.5)  # the Daphne's cache of the token ends (runs.services.tokens.TOKEN_CACHE_S)
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
-        reporter.event("agent_text", agent="a", text="x")
+        reporter.event("agent_text", agent="a", text="after")
         assert reporter.close(timeout=5) is False
-    assert reporter.transport_in_use == "http"
+    assert reporter.transport_in_use == transport
+    assert "401 Authorization:" in (reporter.error or ""), reporter.error  # the field named
+    assert "revoked" in (reporter.error or ""), reporter.error
     messages = [record.getMessage() for record in caplog.records]
-    assert sum("ingest websocket is unavailable" in m for m in messages) == 1, messages
-    assert "401" in (reporter.error or ""), reporter.error
-
+    assert sum("reporting stopped" in m for m in messages) == 1, messages
 
 
 NGINX_WITHOUT_UPGRADE = """
@@ -359,9 +362,7 @@ def test_an_overloaded_token_is_told_when_to_retry_and_everything_arrives(
 ):
     site, reader = limited_site
     token = site.manage("create_api_token", f"limited-{transport}").stdout.strip()
-    reporter = reporter_for(site.url, token, transport)
-    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
-    assert reporter.wait_started(10)
+    run_id = RunReporter(site.url, token).start(workflow="Generator", enterprise_id="acme")
     # What the transport is told: a 429 with the server's Retry-After, as over HTTP.
     data = encode_record({"events": [{"type": "agent_text", "agent": "a", "text": "x", "seq": 1}]})
     if transport == "http":
@@ -375,14 +376,19 @@ def test_an_overloaded_token_is_told_when_to_retry_and_everything_arrives(
         send()
     connection.close()
     assert refused.value.status == 429 and refused.value.retry_after == 1.0
-    # What the reporter does with it: waits, retries, delivers everything, logs one outage.
+    # What a reporter started now does with it (its start and its socket or POSTs are refused
+    # until the bucket refills): waits, retries, delivers everything; the chat never waits.
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        reporter = reporter_for(site.url, token, transport)
+        began = time.perf_counter()
+        run_id = reporter.start(workflow="Generator", enterprise_id="acme")
         for i in range(10):
             reporter.event("agent_text", agent="a", text=str(i))
+        assert time.perf_counter() - began < 0.1
         assert reporter.close(timeout=30) is True
     assert reporter.transport_in_use == transport
-    messages = [record.getMessage() for record in caplog.records]
-    assert sum("server unavailable" in m and "429" in m for m in messages) == 1, messages
+    outages = [r.getMessage() for r in caplog.records if "unavailable" in r.getMessage()]
+    assert outages and all("429" in m for m in outages), outages
     events = [event["text"] for event in stored_events(site, reader, run_id)]
     assert events == [str(i) for i in range(10)]
 
@@ -390,13 +396,13 @@ def test_an_overloaded_token_is_told_when_to_retry_and_everything_arrives(
 def test_when_the_tokens_sockets_are_all_taken_the_reporter_goes_over_http(limited_site, caplog):
     site, reader = limited_site
     token = site.manage("create_api_token", "one-socket").stdout.strip()
-    reporter = reporter_for(site.url, token, "websocket")
-    run_id = reporter.start(workflow="Generator", enterprise_id="acme")
-    assert reporter.wait_started(10)
+    other = RunReporter(site.url, token).start(workflow="Generator", enterprise_id="acme")
     with connect(  # another runtime of the token holds its one socket
-        f"{site.daphne.ws_url}/ws/ingest/{run_id}/",
+        f"{site.daphne.ws_url}/ws/ingest/{other}/",
         additional_headers={"Authorization": f"Bearer {token}"},
     ), caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        reporter = reporter_for(site.url, token, "websocket")
+        run_id = reporter.start(workflow="Generator", enterprise_id="acme")
         for i in range(5):
             reporter.event("agent_text", agent="a", text=str(i))
         assert reporter.close(timeout=20) is True

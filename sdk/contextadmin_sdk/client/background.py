@@ -16,6 +16,7 @@ from contextadmin_sdk.client.refusals import start_refused_message
 from contextadmin_sdk.client.socket_transport import (
     SocketConnection,
     SocketUnavailable,
+    socket_connection,
 )
 from contextadmin_sdk.client.transport import (
     MAX_BATCH_BYTES,
@@ -30,19 +31,6 @@ if TYPE_CHECKING:
     from contextadmin_sdk.client.reporter import RunReporter
 
 logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
-
-
-def socket_connection(*, reporter: RunReporter, run_id: str | None) -> SocketConnection | None:
-    """The run's ingest socket when the reporter's ``transport`` asks for it and the
-    ``websockets`` library is installed; otherwise None (HTTP), said in one log line."""
-    if run_id is None:
-        return None
-    try:
-        return SocketConnection(base_url=reporter.base_url, run_id=run_id, timeout=reporter.timeout)
-    except SocketUnavailable as exc:
-        level = logging.WARNING if reporter.transport == "websocket" else logging.INFO
-        logger.log(level, "run %s: %s; reporting over HTTP", run_id, exc)
-        return None
 
 
 class BackgroundSender:
@@ -226,7 +214,12 @@ class BackgroundSender:
     def _run(self) -> None:
         if self.socket_wanted:  # once: after a fallback to HTTP, a restarted thread stays there
             self.socket_wanted = False
-            self.socket = socket_connection(reporter=self.reporter, run_id=self.run_id)
+            self.socket = socket_connection(
+                transport=self.reporter.transport,
+                base_url=self.reporter.base_url,
+                run_id=self.run_id,
+                timeout=self.reporter.timeout,
+            )
         try:
             self._send_loop()
         finally:  # the connections are the sender thread's: closed by it, once it stops
@@ -251,6 +244,7 @@ class BackgroundSender:
                     self.start_body = None
                     self.started = True
                     self.start_answered.set()
+                    self._socket_open()
                 else:
                     seqs, body = self._next_batch()
                     if seqs:
@@ -292,13 +286,28 @@ class BackgroundSender:
             try:
                 return self.socket.batch_send(data, token=token)
             except SocketUnavailable as exc:
-                self.socket = None
-                logger.warning(
-                    "run %s: the ingest websocket is unavailable (%s); reporting over HTTP",
-                    self.run_id,
-                    exc,
-                )
+                self._socket_fallback(exc)
         return self.http.post(f"/api/runs/{self.run_id}/events/", data, token=token)
+
+    def _socket_open(self) -> None:
+        """Open the ingest socket as soon as the run exists, so the first event does not wait
+        for a handshake (a failure here is retried by the first batch)."""
+        if self.socket is None:
+            return
+        try:
+            self.socket.open(token=self.reporter.token)
+        except SocketUnavailable as exc:
+            self._socket_fallback(exc)
+        except ReportError:
+            pass
+
+    def _socket_fallback(self, exc: SocketUnavailable) -> None:
+        self.socket = None
+        logger.warning(
+            "run %s: the ingest websocket is unavailable (%s); reporting over HTTP",
+            self.run_id,
+            exc,
+        )
 
     def _wait_for_batch(self) -> bool:
         """Wait until there is a batch worth sending (full, due, or asked for); False: stop."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import logging
 import urllib.parse
 from typing import Any
 
@@ -23,6 +24,8 @@ from contextadmin_sdk.client.transport import (
     ReportError,
     parse_retry_after,
 )
+
+logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
 
 TRANSPORTS = ("auto", "http", "websocket")
 ANSWER_MAX_BYTES = 16 * 1024 * 1024  # a batch's acks and flips
@@ -43,8 +46,24 @@ def websockets_import() -> Any:
         ) from None
 
 
+def socket_connection(
+    *, transport: str, base_url: str, run_id: str | None, timeout: float
+) -> SocketConnection | None:
+    """The run's ingest socket when ``transport`` asks for it and the ``websockets`` library
+    is installed; otherwise None (HTTP), said in one log line."""
+    if transport == "http" or run_id is None:
+        return None
+    try:
+        return SocketConnection(base_url=base_url, run_id=run_id, timeout=timeout)
+    except SocketUnavailable as exc:
+        level = logging.WARNING if transport == "websocket" else logging.INFO
+        logger.log(level, "run %s: %s; reporting over HTTP", run_id, exc)
+        return None
+
+
 class SocketConnection:
-    """One run's ingest socket, opened on the first batch and again after a failure."""
+    """One run's ingest socket, opened once the run exists (or by the first batch) and again
+    after a failure."""
 
     def __init__(self, *, base_url: str, run_id: str, timeout: float) -> None:
         self._client = websockets_import()
@@ -62,7 +81,7 @@ class SocketConnection:
         from websockets.exceptions import ConnectionClosed
 
         if self._socket is None or token != self._token:
-            self._open(token)
+            self.open(token=token)
         failed: Exception | None = None
         try:
             self._socket.send(data, text=True)
@@ -94,7 +113,8 @@ class SocketConnection:
             ),
         )
 
-    def _open(self, token: str) -> None:
+    def open(self, *, token: str) -> None:
+        """Connect (again); raise ``ReportError`` (retry later) or ``SocketUnavailable``."""
         from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus
 
         self.close()
