@@ -141,12 +141,12 @@ def test_download_the_events_and_import_them_as_the_same_run(page, live, tmp_pat
     assert copy_id in result.stdout
     states = shell(live, f"""
 import json
-from runs import selectors
+from runs.state import run_state_at
 from runs.models import Run
 out = []
 for pk in ({reporter.run_id!r}, {copy_id!r}):
     run = Run.objects.get(pk=pk)
-    out.append([run.state, selectors.run_state_at(run=run, seq=4).state, run.status])
+    out.append([run.state, run_state_at(run=run, seq=4).state, run.status])
 print(json.dumps(out))
 """)
     original, copy = json.loads(states.strip().splitlines()[-1])

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, demo_workflow_import
 from runs.demo_chats.generator import DEMO_WORKFLOW
 from runs.models import ApiToken
-from runs.services.tokens import api_token_authenticate, api_token_create
+from runs.tokens import api_token_authenticate, api_token_create
 
 DEMO_RUNTIME_NAME = "demo_ag2"
 START_WAIT_S = 10.0  # how long to wait for the run start's answer before the chat goes on
