@@ -141,9 +141,9 @@ def b8_state_at(
 
     from contextadmin.models import Workflow
     from contextadmin.services import workflow_import
-    from runs import selectors
     from runs.models import Run, RunEvent
-    from runs.services import caches, ingest, lifecycle
+    from runs.services import ingest, lifecycle
+    from runs.state import caches, run_state_at
 
     if not Workflow.objects.filter(name="Generator").exists():
         demo = Path(__file__).resolve().parents[1] / "contextadmin" / "demo"
@@ -168,17 +168,17 @@ def b8_state_at(
     for seq in targets:
         run = Run.objects.get(pk=run_id)  # as the API view does, per request
         start = perf()
-        selectors.run_state_at(run=run, seq=seq)
+        run_state_at(run=run, seq=seq)
         timings.append(perf() - start)
     # The baseline: replay from seq 0 with no snapshot (what snapshots save); its result must
     # equal the state replayed from the nearest snapshot.
     config = caches.run_config(run)
     seq = worst[-1]
-    expected = selectors.run_state_at(run=run, seq=seq).state
+    expected = run_state_at(run=run, seq=seq).state
     replay = []
     for _ in range(full_replay_reps):
         start = perf()
-        state = RunState.from_dict(config, selectors.run_state_at(run=run, seq=0).state)
+        state = RunState.from_dict(config, run_state_at(run=run, seq=0).state)
         payloads = RunEvent.objects.filter(run=run, seq__lte=seq).order_by("seq")
         for payload in payloads.values_list("payload", flat=True).iterator(chunk_size=2000):
             state.apply(payload)

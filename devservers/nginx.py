@@ -20,7 +20,14 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devservers.processes import PROJECT, free_port, process_start, process_stop, wait_for_port
+from devservers.processes import (
+    PROJECT,
+    LocalAddress,
+    free_port,
+    process_start,
+    process_stop,
+    wait_for_port,
+)
 
 DEPLOY_DOC = PROJECT / "docs" / "deploy.md"
 
@@ -64,21 +71,13 @@ def deploy_doc_config(*, port: int, upstreams: list[int], workdir: Path) -> str:
 
 
 @dataclass
-class Nginx:
+class Nginx(LocalAddress):
     """One nginx master process (and its worker) proxying to the given Daphne ports."""
 
     workdir: Path
     upstreams: list[int]
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
 
     @property
     def error_log(self) -> Path:

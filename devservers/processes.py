@@ -92,16 +92,10 @@ def server_env(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-@dataclass
-class Daphne:
-    """One Daphne process serving contextadmin."""
+class LocalAddress:
+    """The http:// and ws:// URLs of a server listening on 127.0.0.1:``port``."""
 
-    env: dict[str, str]
-    log_path: Path
-    port: int = field(default_factory=free_port)
-    process: subprocess.Popen | None = None
-    args: tuple[str, ...] = ()  # extra Daphne options, e.g. ("--ping-timeout", "5")
-    application: str = "contextadmin.asgi:application"
+    port: int
 
     @property
     def url(self) -> str:
@@ -110,6 +104,18 @@ class Daphne:
     @property
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Daphne(LocalAddress):
+    """One Daphne process serving contextadmin."""
+
+    env: dict[str, str]
+    log_path: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+    args: tuple[str, ...] = ()  # extra Daphne options, e.g. ("--ping-timeout", "5")
+    application: str = "contextadmin.asgi:application"
 
     def start(self) -> Daphne:
         self.process = process_start(

@@ -4,8 +4,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from runs import tokens
 from runs.models import ApiToken, Run
-from runs.services import tokens
 
 
 @admin.register(Run)

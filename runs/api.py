@@ -39,7 +39,8 @@ from runs.batching import event_ingest_grouped
 from runs.json_input import json_decode
 from runs.models import ApiToken
 from runs.services import lifecycle
-from runs.services.tokens import token_check_workflow
+from runs.state import run_state_at
+from runs.tokens import token_check_workflow
 
 View = Callable[..., tuple[int, Any]]
 SERVER_ERROR = "server error: retry (a batch with seq numbers is safe to retry)"
@@ -123,7 +124,7 @@ def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]
         token=caller.token,
     )
     run = started.run
-    state = selectors.run_state_at(run=run).as_response(run)
+    state = run_state_at(run=run).as_response(run)
     return (201 if started.created else 200), {"run_id": run.pk, "state": state}
 
 
@@ -268,7 +269,7 @@ def run_state(request: HttpRequest, caller: Caller, run_id: str) -> tuple[int, d
     """GET /api/runs/<run_id>/state/?at=<seq> — the state after seq events (latest without)."""
     run = selectors.run_get(run_id=run_id, token=caller.token)
     seq = selectors.parse_seq(request.GET.get("at"))
-    return 200, selectors.run_state_at(run=run, seq=seq).as_response(run)
+    return 200, run_state_at(run=run, seq=seq).as_response(run)
 
 
 # -- the export (deployment pipelines, the admin's download buttons) ---------------------------

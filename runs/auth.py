@@ -18,7 +18,7 @@ from django.contrib.auth import get_user
 from contextadmin.errors import Forbidden, RateLimited, Unauthorized
 from runs import ratelimit
 from runs.models import ApiToken
-from runs.services.tokens import api_token_authenticate
+from runs.tokens import api_token_authenticate
 
 
 @dataclass(frozen=True)

@@ -24,19 +24,14 @@ from typing import Any
 
 from contextadmin.errors import ApiError
 from runs.db import pool_sync_to_async
+from runs.messages import Message, error_message
 from runs.models import ApiToken
 from runs.services import ingest
 from runs.services.broadcast import broadcasts_collected, broadcasts_send
 
 logger = logging.getLogger(__name__)
 
-Message = dict[str, Any]
 CLOSE_INTERNAL_ERROR = 1011
-
-
-def error_message(exc: ApiError) -> Message:
-    """The socket's message for a refused frame or batch."""
-    return {"type": "error", "status": exc.status, **exc.as_dict()}
 
 
 class IngestBatcher:

@@ -22,13 +22,14 @@ from django.conf import settings
 from contextadmin.errors import ApiError, BadRequest, RateLimited, Unauthorized
 from runs import ratelimit, selectors
 from runs.auth import authenticate, staff_session_check
-from runs.batching import IngestBatcher, error_message, event_ingest_grouped
+from runs.batching import IngestBatcher, event_ingest_grouped
 from runs.channels_overrides import DispatchWithoutConnectionHop
 from runs.json_input import json_decode
+from runs.messages import ack_message, error_message, json_text, pong_message
 from runs.models import ApiToken
 from runs.resume import RESYNC_INTERVAL_S, RESYNC_MAX_INTERVAL_S, ResumeStream
 from runs.services.broadcast import RUNS_GROUP, run_group
-from runs.services.tokens import api_token_is_live
+from runs.tokens import api_token_is_live
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +166,7 @@ class RunConsumer(StaffSocket):
             )
         except ApiError as exc:
             await self.accept()
-            await self.send(text_data=selectors.json_text({"type": "error", **exc.as_dict()}))
+            await self.send(text_data=json_text(error_message(exc)))
             await self.close(code=CLOSE_NOT_FOUND if exc.status == 404 else CLOSE_BAD_REQUEST)
             return
         await self.accept()
@@ -183,7 +184,7 @@ class RunConsumer(StaffSocket):
             resync_max_interval=self.resync_max_interval,
             name=run_id,
         )
-        await self.send(text_data=selectors.json_text(snapshot))
+        await self.send(text_data=json_text(snapshot))
         await self.stream.catch_up()
         self.stream.start()
 
@@ -200,7 +201,7 @@ class RunConsumer(StaffSocket):
             return
         if '"ping"' in text_data and await self._session_live():
             seq = await self.stream.ping()
-            await self.send(text_data=selectors.json_text({"type": "pong", "seq": seq}))
+            await self.send(text_data=pong_message(seq=seq))
 
     async def run_events(self, message: dict[str, Any]) -> None:
         """A batch's events, from ingest (``run.events``)."""
@@ -346,7 +347,7 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
     async def _ingest(self, run_id: str, events: list[Any]) -> list[dict[str, Any]]:
         """Ingest a batch in this process's next group commit; ack each event."""
         result = await event_ingest_grouped(run_id=run_id, events=events, token=self.token)
-        return [{"type": "ack", "seq": ack["seq"], "flips": ack["flips"]} for ack in result.acks]
+        return [ack_message(ack) for ack in result.acks]
 
     async def _ingest_whole(self, run_id: str, events: Any) -> dict[str, Any]:
         """Ingest a batch frame in the next group commit; answer as the events POST does."""

@@ -12,6 +12,19 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
+def workflow_scope(*, related_name: str, help_text: str) -> models.ForeignKey:
+    """An optional scope to one workflow (empty: every workflow), gone with the workflow: an
+    API token's, a webhook subscription's."""
+    return models.ForeignKey(
+        "contextadmin.Workflow",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name=related_name,
+        help_text=help_text,
+    )
+
+
 class Run(models.Model):
     """One workflow run; its definitions are pinned as exported when it started."""
 
@@ -135,11 +148,7 @@ class ApiToken(models.Model):
     name = models.CharField(max_length=100, unique=True)
     prefix = models.CharField(max_length=12, db_index=True, editable=False)
     secret_hash = models.CharField(max_length=64, editable=False)
-    workflow = models.ForeignKey(
-        "contextadmin.Workflow",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
+    workflow = workflow_scope(
         related_name="api_tokens",
         help_text="when set, the token may only start and report runs of this workflow",
     )

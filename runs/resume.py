@@ -17,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +28,7 @@ RESYNC_MAX_INTERVAL_S = 60.0  # ...backing off to this while the run is quiet
 PING_RESYNC_MIN_S = 1.0  # pings re-read the log at most this often
 
 
+@dataclass(kw_only=True, eq=False)
 class ResumeStream:
     """Send one inspector a run's events after ``last_seq``, each exactly once, in order.
 
@@ -34,32 +36,20 @@ class ResumeStream:
     at its end); ``rejoin()`` re-joins the run's group; ``send(text)`` sends one message.
     """
 
-    def __init__(
-        self,
-        *,
-        last_seq: int,
-        send: Callable[[str], Awaitable[None]],
-        read_after: Callable[[int], Awaitable[Items]],
-        rejoin: Callable[[], Awaitable[None]],
-        chunk: int,
-        resync_interval: float = RESYNC_INTERVAL_S,
-        resync_max_interval: float = RESYNC_MAX_INTERVAL_S,
-        ping_resync_min: float = PING_RESYNC_MIN_S,
-        name: str = "",
-    ) -> None:
-        self.last_seq = last_seq
-        self._send = send
-        self._read_after = read_after
-        self._rejoin = rejoin
-        self._chunk = chunk
-        self.resync_interval = resync_interval
-        self.resync_max_interval = resync_max_interval
-        self.ping_resync_min = ping_resync_min
-        self._name = name
-        self._lock = asyncio.Lock()  # one sender at a time: group messages, pings, the timer
-        self._last_resync = 0.0
-        self._last_delivery = 0.0
-        self._timer: asyncio.Task[None] | None = None
+    last_seq: int
+    send: Callable[[str], Awaitable[None]]
+    read_after: Callable[[int], Awaitable[Items]]
+    rejoin: Callable[[], Awaitable[None]]
+    chunk: int
+    resync_interval: float = RESYNC_INTERVAL_S
+    resync_max_interval: float = RESYNC_MAX_INTERVAL_S
+    ping_resync_min: float = PING_RESYNC_MIN_S
+    name: str = ""
+    # one sender at a time: group messages, pings, the timer
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    _last_resync: float = field(default=0.0, init=False)
+    _last_delivery: float = field(default=0.0, init=False)
+    _timer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     async def catch_up(self) -> None:
         """Send what the log holds past ``last_seq``."""
@@ -87,13 +77,13 @@ class ResumeStream:
                     continue
                 if seq > self.last_seq + 1:
                     logger.info(
-                        "inspector %s saw a gap (%s -> %s); catching up", self._name,
+                        "inspector %s saw a gap (%s -> %s); catching up", self.name,
                         self.last_seq, seq,
                     )
                     await self._catch_up()
                     if seq <= self.last_seq:
                         continue
-                await self._send(text)
+                await self.send(text)
                 self.last_seq = seq
 
     async def ping(self) -> int:
@@ -106,20 +96,20 @@ class ResumeStream:
 
     async def _catch_up(self) -> None:
         while True:
-            items = await self._read_after(self.last_seq)
+            items = await self.read_after(self.last_seq)
             for seq, text in items:
-                await self._send(text)
+                await self.send(text)
                 self.last_seq = seq
-            if len(items) < self._chunk:
+            if len(items) < self.chunk:
                 return
 
     async def _resync(self) -> None:
         """Re-join the group (idempotent) and send what the log has past ``last_seq``."""
         self._last_resync = time.monotonic()
         try:
-            await self._rejoin()
+            await self.rejoin()
         except Exception:  # the log is still read; the next resync joins again
-            logger.warning("inspector %s: group re-join failed", self._name, exc_info=True)
+            logger.warning("inspector %s: group re-join failed", self.name, exc_info=True)
         await self._catch_up()
 
     async def _resync_periodically(self) -> None:
@@ -137,7 +127,7 @@ class ResumeStream:
                 async with self._lock:
                     await self._resync()
             except Exception:  # never close the socket for this: the next round tries again
-                logger.warning("inspector %s resync failed", self._name, exc_info=True)
+                logger.warning("inspector %s resync failed", self.name, exc_info=True)
             if self.last_seq != seen:
                 delay, seen = self.resync_interval, self.last_seq
             else:

@@ -41,6 +41,9 @@ class VariableForm(forms.ModelForm):
     # The field typed as text and read by the variable's type, and whether blank means none.
     primitive: ClassVar[tuple[str, bool] | None] = None
 
+    class Meta:  # each category's form adds its model and fields: class Meta(VariableForm.Meta)
+        widgets = {"position": _POSITION, "description": _DESCRIPTION}
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.instance.category = self.category
@@ -60,16 +63,15 @@ class DeclarativeForm(VariableForm):
     value = PrimitiveField(help_text="Text for a string; 25, 2.5 or true for the other types.")
     primitive = ("value", False)
 
-    class Meta:
+    class Meta(VariableForm.Meta):
         model = DeclarativeVariable
         fields = ("name", "type", "value", "description", "position")
-        widgets = {"position": _POSITION, "description": _DESCRIPTION}
 
 
 class DatabaseForm(VariableForm):
     category = Category.DATABASE
 
-    class Meta:
+    class Meta(VariableForm.Meta):
         model = DatabaseVariable
         fields = (
             "name",
@@ -81,7 +83,6 @@ class DatabaseForm(VariableForm):
             "description",
             "position",
         )
-        widgets = {"position": _POSITION, "description": _DESCRIPTION}
         help_texts = {"database_name": "Empty: the workflow's database name."}
 
 
@@ -90,17 +91,16 @@ class EnvironmentForm(VariableForm):
     default = PrimitiveField(help_text="Used when the env var is unset; empty: none.")
     primitive = ("default", True)
 
-    class Meta:
+    class Meta(VariableForm.Meta):
         model = EnvironmentVariable
         fields = ("name", "type", "env_var", "default", "description", "position")
-        widgets = {"position": _POSITION, "description": _DESCRIPTION}
 
 
 class DerivedForm(VariableForm):
     category = Category.DERIVED
     default = forms.BooleanField(required=False, help_text="The flag's value before any trigger.")
 
-    class Meta:
+    class Meta(VariableForm.Meta):
         model = DerivedVariable
         fields = ("name", "description", "default", "position")
         widgets = {"position": _POSITION, "description": forms.Textarea(attrs={"rows": 2})}

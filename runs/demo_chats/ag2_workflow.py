@@ -38,7 +38,8 @@ from contextadmin_sdk.integrations.ag2.scripted import (
     scripted_agent,
 )
 
-from runs.demo_chats.generator import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, PLANNED
+from runs.demo_chats import generator
+from runs.demo_chats.generator import DEMO_CONFIG, DEMO_WORKFLOW, OPENING
 
 __all__ = [
     "DEMO_CONFIG",
@@ -50,11 +51,7 @@ __all__ = [
     "save_context_plan",
 ]
 
-ANSWERS = [
-    "A marketplace for freelance translators.",
-    "Publishers pay a monthly fee.",
-    "Looks right.",
-]
+ANSWERS = [*generator.USER_ANSWERS, "Looks right."]  # the last: once the plan is saved
 
 
 @dataclass(slots=True)
@@ -98,29 +95,14 @@ async def demo_workflow(
     """
     hub = await in_process_hub(store)
     user = await register_human(hub, "user")
-    interview = scripted_agent(
-        "InterviewAgent",
-        [
-            "Hi! Tell me about the product you want to build.",
-            "Who pays, the translators or the publishers?",
-            "NEXT",
-        ],
-        delay=delay,
-    )
+    interview = scripted_agent("InterviewAgent", list(generator.INTERVIEW_LINES), delay=delay)
     planner = scripted_agent(
         "ContextVariablesAgent",
-        [ToolCall("save_context_plan", names=PLANNED), "Declared the context variables."],
+        [ToolCall("save_context_plan", names=generator.PLANNED), generator.PLANNER_REPLY],
         tools=[save_context_plan],
         delay=delay,
     )
-    designer = scripted_agent(
-        "HandoffsAgent",
-        [
-            "Drafting the hand-off rules.",
-            "Reviewed: InterviewAgent -> ContextVariablesAgent -> HandoffsAgent.",
-        ],
-        delay=delay,
-    )
+    designer = scripted_agent("HandoffsAgent", list(generator.HANDOFFS_LINES), delay=delay)
     agents = [interview, planner, designer]
     for agent in agents:
         await hub.register(agent, attach_plugin=False)

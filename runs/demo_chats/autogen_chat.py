@@ -30,7 +30,8 @@ from contextadmin_sdk.integrations.autogen.scripted import (
     scripted_tool_agent,
 )
 
-from runs.demo_chats.generator import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, PLANNED
+from runs.demo_chats import generator
+from runs.demo_chats.generator import DEMO_CONFIG, DEMO_WORKFLOW, OPENING
 
 __all__ = ["DEMO_CONFIG", "DEMO_WORKFLOW", "OPENING", "demo_pattern", "save_context_plan"]
 
@@ -50,36 +51,17 @@ def save_context_plan(
 
 def demo_pattern(*, delay: float = 0.0) -> DefaultPattern:
     """Build the demo chat's agents and pattern (attach contextadmin to it before running)."""
-    user = scripted_agent(
-        "user",
-        ["A marketplace for freelance translators.", "Publishers pay a monthly fee."],
-        delay=delay,
-    )
-    interview = scripted_agent(
-        "InterviewAgent",
-        [
-            "Hi! Tell me about the product you want to build.",
-            "Who pays, the translators or the publishers?",
-            "NEXT",
-        ],
-        delay=delay,
-    )
+    user = scripted_agent("user", list(generator.USER_ANSWERS), delay=delay)
+    interview = scripted_agent("InterviewAgent", list(generator.INTERVIEW_LINES), delay=delay)
     interview.handoffs.set_after_work(RevertToUserTarget())
     planner = scripted_tool_agent(
         "ContextVariablesAgent",
-        [ToolCall("save_context_plan", names=PLANNED), "Declared the context variables."],
+        [ToolCall("save_context_plan", names=generator.PLANNED), generator.PLANNER_REPLY],
         tools=[save_context_plan],
         delay=delay,
     )
     planner.handoffs.set_after_work(TerminateTarget())
-    handoffs = scripted_agent(
-        "HandoffsAgent",
-        [
-            "Drafting the hand-off rules.",
-            "Reviewed: InterviewAgent -> ContextVariablesAgent -> HandoffsAgent.",
-        ],
-        delay=delay,
-    )
+    handoffs = scripted_agent("HandoffsAgent", list(generator.HANDOFFS_LINES), delay=delay)
     handoffs.handoffs.set_after_work(StayTarget())
     handoffs.handoffs.add_after_work(
         OnContextCondition(

@@ -2,7 +2,8 @@
 so callers keep ``from runs import selectors``.
 
 - ``run``: one run as the caller may see it (the one 404), its summary;
-- ``state``: state at any seq (replay from the nearest snapshot), the log's wire messages;
+- ``stream``: the inspector's first snapshot and its catch-up messages (the state and the
+  messages themselves are ``runs.state`` and ``runs.messages``, beneath the selectors);
 - ``runs_list``: the runs list's search and keyset pages;
 - ``front_page``: the front page's workflows, live runs, recent changes and checklist;
 - ``recorded``: what the definitions app reads of runs (impact's recorded runs, runs per version);
@@ -35,7 +36,6 @@ from runs.selectors.retention import (
 from runs.selectors.run import (
     parse_seq,
     run_ended_by,
-    run_flags,
     run_get,
     run_identity,
     run_not_found,
@@ -55,17 +55,10 @@ from runs.selectors.runs_list import (
     run_workflow_names,
     runs_annotated,
 )
-from runs.selectors.state import (
+from runs.selectors.stream import (
     CATCH_UP_CHUNK,
-    StateAt,
-    event_message,
-    handoffs_now,
-    json_text,
     run_event_messages,
     run_snapshot,
-    run_state_at,
-    run_state_rebuilt,
-    stored_state_seq,
 )
 
 __all__ = [
@@ -78,12 +71,8 @@ __all__ = [
     "Checklist",
     "PrunePlan",
     "RunPage",
-    "StateAt",
     "WorkflowRow",
-    "event_message",
     "first_run_checklist",
-    "handoffs_now",
-    "json_text",
     "parse_seq",
     "prune_plan",
     "recent_changes",
@@ -93,7 +82,6 @@ __all__ = [
     "run_events_chunk",
     "run_export_header",
     "run_flag_names",
-    "run_flags",
     "run_get",
     "run_identity",
     "run_last_event_at",
@@ -103,14 +91,11 @@ __all__ = [
     "run_search_parse",
     "run_snapshot",
     "run_stale_after_s",
-    "run_state_at",
-    "run_state_rebuilt",
     "run_summary",
     "run_workflow_names",
     "runs_annotated",
     "runs_ended_before",
     "runs_live",
-    "stored_state_seq",
     "workflow_rows",
     "workflow_runs_by_version",
 ]

@@ -15,7 +15,7 @@ from contextadmin.impact import RecordedRun
 from contextadmin.models import Workflow
 from contextadmin.recent_runs import RunLink, VersionRuns, WorkflowRuns
 from runs.models import Run, RunEvent, RunSnapshot
-from runs.services.caches import run_config
+from runs.state import run_config
 
 
 # -- recorded runs, for contextadmin.impact (registered in RunsConfig.ready) -------------------

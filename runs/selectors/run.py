@@ -9,7 +9,8 @@ from contextadmin_sdk.engine.format import RUN_ID_MAX_CHARS, run_id_valid
 
 from contextadmin.errors import BadRequest, NotFound
 from runs.models import ApiToken, Run
-from runs.services.tokens import token_sees_workflow
+from runs.state import run_flags
+from runs.tokens import token_sees_workflow
 
 
 def run_not_found(run_id: str) -> NotFound:
@@ -36,10 +37,6 @@ def parse_seq(raw: str | None, *, name: str = "at") -> int | None:
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:  # not "¹" or "٣"
         raise BadRequest(f"{name}: must be a non-negative integer, got {raw[:40]!r}")
     return int(raw)
-
-def run_flags(flips: list[dict[str, Any]]) -> list[str]:
-    """The flags a run's flips left on (the runs list's "flags" column)."""
-    return sorted({f["name"] for f in flips if f.get("value") is True})
 
 
 def run_identity(*, run: Run) -> dict[str, Any]:

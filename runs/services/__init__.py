@@ -1,11 +1,12 @@
 """Writes for runs, one module per job; import the module you need.
 
-- ``tokens``: API tokens (create, authenticate with a short per-process cache, revoke, scope);
-- ``lifecycle``: start a run (``run_start``);
-- ``ingest``: append events to a run's log (``event_ingest``);
+- ``lifecycle``: start a run (``run_start``), pinned by ``run_pinning``;
+- ``ingest``: append events to a run's log (``event_ingest``, ``events_ingest_many``);
 - ``broadcast``: group messages after commit, bounded in time, with a breaker;
-- ``caches``: per-process caches (parsed definitions, live states, the MongoDB client).
+- ``run_import``: a JSONL export loaded back as a run, through ingest;
+- ``retention``: ``prune_runs``' deletes.
 
-Nothing is re-exported here: ``runs.selectors`` imports ``caches``, and the services that read
-import ``runs.selectors``, so importing this package must not import them all.
+The state they write through (rebuild, caches) is ``runs.state``, the messages they send
+``runs.messages``, API tokens ``runs.tokens``: beneath both the services and the selectors.
+Nothing is re-exported here, so importing this package imports none of them.
 """

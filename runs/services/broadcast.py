@@ -20,6 +20,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from runs import selectors
+from runs.messages import run_message
 from runs.models import Run
 
 logger = logging.getLogger(__name__)
@@ -113,16 +114,16 @@ def _sends_dispatch(sends: list[Send]) -> None:
         async_to_sync(broadcasts_send)(sends)
 
 
-def run_message(run: Run, *, flags: list[str] | None = None) -> Send:
+def runs_list_send(run: Run, *, flags: list[str] | None = None) -> Send:
     """The runs list's message for a run that started or changed."""
     summary = selectors.run_summary(run=run, flags=flags)
-    text = selectors.json_text({"type": "run", "run": summary})
+    text = run_message(summary=summary)
     return RUNS_GROUP, {"type": "runs.run", "run_ids": [run.pk], "texts": [text]}
 
 
 def run_started_broadcast(run: Run) -> None:
     """After commit, tell the runs list about a new run."""
-    transaction.on_commit(lambda: _sends_dispatch([run_message(run)]))
+    transaction.on_commit(lambda: _sends_dispatch([runs_list_send(run)]))
 
 
 def run_events_committed(
@@ -132,4 +133,4 @@ def run_events_committed(
     inspectors (one group message) and the run's new summary, with the ``flags`` now on, to the
     runs list."""
     group_message = {"type": "run.events", "items": messages}
-    _sends_dispatch([(run_group(run.pk), group_message), run_message(run, flags=flags)])
+    _sends_dispatch([(run_group(run.pk), group_message), runs_list_send(run, flags=flags)])

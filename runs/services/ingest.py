@@ -10,8 +10,9 @@ all or nothing: one refused batch does not hold up the others.
 The run's ``state`` column is not rewritten after every batch (issue 14, item 15: a state may
 hold up to about 1 MB): only when the batch flipped a flag, changed the run's status, reached
 a snapshot seq, or STATE_WRITE_EVERY events after the last write. Between writes the state is
-the stored one plus the log after it (``selectors.run_state_rebuilt``), which this process
-keeps live in its cache (``caches.live_state_take``).
+the stored one plus the log after it (``runs.state.run_state_rebuilt``), which this process
+keeps live in its cache (``runs.state.live_state_take``); each event's wire message is built
+as it is applied (``runs.messages``).
 
 Each batch that stored events sends ``runs.signals.events_stored`` inside the transaction and
 ``events_committed`` after it (the broadcast and the webhooks receive them).
@@ -40,11 +41,20 @@ from django.db.models import F
 from django.utils import timezone
 
 from contextadmin.errors import ApiError, BadRequest, Conflict
-from runs import selectors
+from runs.messages import event_message, handoffs_now
 from runs.models import ApiToken, Flip, Run, RunEvent, RunSnapshot
-from runs.services.caches import LiveState, live_state_keep, live_state_take, run_config
-from runs.services.tokens import token_sees_workflow
+from runs.selectors.run import run_not_found
 from runs.signals import events_committed_send, events_stored
+from runs.state import (
+    LiveState,
+    live_state_keep,
+    live_state_take,
+    run_config,
+    run_flags,
+    run_state_rebuilt,
+    stored_state_seq,
+)
+from runs.tokens import token_sees_workflow
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +194,7 @@ def _group_commit(requests: Sequence[IngestRequest]) -> list[IngestResult | ApiE
                 if run is None or not token_sees_workflow(
                     token=request.token, workflow_name=run.workflow_name
                 ):
-                    raise selectors.run_not_found(request.run_id)  # foreign reads as unknown
+                    raise run_not_found(request.run_id)  # foreign reads as unknown
                 result, batch = _batch_apply(run, events)
             except ApiError as exc:
                 outcomes.append(exc)
@@ -240,8 +250,8 @@ def _live_state(run: Run) -> LiveState:
         return live
     stored = run.state  # deferred: read now
     return LiveState(
-        state=selectors.run_state_rebuilt(run=run, seq=run.last_seq),
-        stored_seq=selectors.stored_state_seq(stored),
+        state=run_state_rebuilt(run=run, seq=run.last_seq),
+        stored_seq=stored_state_seq(stored),
         size=len(orjson.dumps(stored)),
     )
 
@@ -289,7 +299,7 @@ def _batch_apply(run: Run, events: list[dict[str, Any]]) -> tuple[IngestResult, 
 def _run_fields_update(run: Run, live: LiveState, batch: _Batch) -> None:
     """Set the run's columns after a batch; the state only when a reader needs it stored."""
     state = live.state
-    batch.flags = selectors.run_flags(state.flips)
+    batch.flags = run_flags(state.flips)
     run.last_seq = batch.events[-1].seq
     run.flip_count += len(batch.flips)
     batch.fields = ["last_seq", "flip_count"]
@@ -376,9 +386,9 @@ def _event_apply(
         )
         for f in flips
     )
-    handoffs = selectors.handoffs_now(config, state.context)
+    handoffs = handoffs_now(config, state.context)
     batch.messages.append(
-        (seq, selectors.event_message(seq=seq, event=event, result=outcome, handoffs=handoffs))
+        (seq, event_message(seq=seq, event=event, result=outcome, handoffs=handoffs))
     )
     result.flips.extend(flips)
     result.acks.append({"seq": seq, "flips": flips})

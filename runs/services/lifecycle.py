@@ -34,11 +34,11 @@ from django.db import IntegrityError, transaction
 from contextadmin.errors import BadRequest, Conflict, NotFound, RateLimited
 from contextadmin.models import Workflow
 from runs.models import ApiToken, Run, RunSnapshot
+from runs.mongo import mongo_client_get
 from runs.services.broadcast import run_started_broadcast
-from runs.services.caches import mongo_client_get
 from runs.services.run_pinning import definitions_check, definitions_pin, runtime_check
-from runs.services.tokens import token_check_workflow
 from runs.signals import run_stored
+from runs.tokens import token_check_workflow
 
 logger = logging.getLogger(__name__)
 
@@ -138,11 +138,7 @@ def run_start(
                 **({"id": run_id} if run_id else {}),
                 workflow=workflow,
                 workflow_name=workflow_name,
-                definitions=pinned.document,
-                definitions_hash=pinned.hash,
-                workflow_version=pinned.version,
-                definitions_source=pinned.source,
-                definitions_declared=pinned.declared,
+                **pinned.run_fields(),
                 runtime=checked_runtime,
                 enterprise_id=enterprise_id,
                 environment=environment,

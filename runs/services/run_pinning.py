@@ -63,6 +63,16 @@ class PinnedDefinitions:
     def hash(self) -> str:
         return hashlib.sha256(self.body).hexdigest()
 
+    def run_fields(self) -> dict[str, Any]:
+        """The ``Run`` columns that keep what the run is pinned to."""
+        return {
+            "definitions": self.document,
+            "definitions_hash": self.hash,
+            "workflow_version": self.version,
+            "definitions_source": self.source,
+            "definitions_declared": self.declared,
+        }
+
 
 def runtime_check(runtime: Any) -> dict[str, str]:
     """Validate a run start's ``runtime``: ``{"framework", "version"?, "sdk"?}``, short names."""

@@ -31,7 +31,7 @@ from contextadmin.errors import (
     NotFound,
 )
 from contextadmin.selectors import workflow_config, workflow_get
-from runs.services.caches import mongo_client_get
+from runs.mongo import mongo_client_get
 from runs.views.common import (
     CATEGORY_ORDER,
     ENTERPRISE_ID_MAX_CHARS,

@@ -27,6 +27,7 @@ from contextadmin.errors import (
 )
 from runs import run_definitions, selectors
 from runs.models import Run
+from runs.state import run_state_at
 from runs.views.common import (
     INSPECTOR_CONSTANTS,
     STREAM_WINDOW,
@@ -172,7 +173,7 @@ def run_resolve(request: HttpRequest, run_id: str) -> dict[str, Any]:
         raise BadRequest(f"syntax: must be one of {', '.join(SYNTAXES)}, got {syntax[:20]!r}")
     if syntax == "auto":
         syntax = "ref" if "{{" in template else "system"
-    at = selectors.run_state_at(run=run, seq=seq)
+    at = run_state_at(run=run, seq=seq)
     context, nodes = at.state["context"], at.state["nodes"]
     if syntax == "ref":  # {{agent.…}} and {{world.…}} read seed 004's namespaces
         namespaces = {name: at.state.get(name, {}) for name in OUTPUT_NAMESPACES}

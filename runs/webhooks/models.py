@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from runs.models import workflow_scope
+
 EVENTS = (
     "flag_flipped",
     "handoff",
@@ -23,11 +25,7 @@ class Subscription(models.Model):
     Format = models.TextChoices("Format", [(f.upper(), f) for f in FORMATS])
 
     url = models.URLField(max_length=2000)
-    workflow = models.ForeignKey(
-        "contextadmin.Workflow",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
+    workflow = workflow_scope(
         related_name="webhook_subscriptions",
         help_text="only this workflow's events (empty: every workflow)",
     )

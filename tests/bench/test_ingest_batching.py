@@ -10,9 +10,10 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from contextadmin.asgi import application
+from runs import tokens
 from runs.models import RunEvent
 from runs.services import ingest as ingest_service
-from runs.services import lifecycle, tokens
+from runs.services import lifecycle
 from tests.support.demo import demo_config, demo_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -141,12 +141,12 @@ def test_download_the_events_and_import_them_as_the_same_run(page, live, tmp_pat
     assert copy_id in result.stdout
     states = shell(live, f"""
 import json
-from runs import selectors
+from runs.state import run_state_at
 from runs.models import Run
 out = []
 for pk in ({reporter.run_id!r}, {copy_id!r}):
     run = Run.objects.get(pk=pk)
-    out.append([run.state, selectors.run_state_at(run=run, seq=4).state, run.status])
+    out.append([run.state, run_state_at(run=run, seq=4).state, run.status])
 print(json.dumps(out))
 """)
     original, copy = json.loads(states.strip().splitlines()[-1])
@@ -220,26 +220,27 @@ Run.objects.filter(pk={reporter.run_id!r}).update(started_at=two_hours_ago)
 
 
 # -- dark mode ---------------------------------------------------------------------------------
+DARK_BG, LIGHT_BG = "rgb(18, 21, 28)", "rgb(246, 247, 249)"  # the palette's --bg: #12151c, #f6f7f9
+
+
 def bg_variable(page) -> str:
-    """The palette's background as the page resolves it now."""
-    return page.evaluate(
-        "getComputedStyle(document.documentElement).getPropertyValue('--bg').trim()"
-    )
+    """The page's background as it is drawn now (the palette's --bg, light or dark side)."""
+    return page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
 
 
 def test_dark_mode_follows_the_system_and_the_admins_theme(page, live):
     page.emulate_media(color_scheme="dark")
     page.goto("/")
-    assert bg_variable(page) == "#12151c"
+    assert bg_variable(page) == DARK_BG
     page.emulate_media(color_scheme="light")
     page.evaluate("localStorage.setItem('theme', 'dark')")  # the admin's theme toggle
     page.reload()
     assert page.evaluate("document.documentElement.dataset.theme") == "dark"
-    assert bg_variable(page) == "#12151c"
+    assert bg_variable(page) == DARK_BG
     page.emulate_media(color_scheme="dark")
     page.evaluate("localStorage.setItem('theme', 'light')")
     page.reload()
-    assert bg_variable(page) == "#f6f7f9"
+    assert bg_variable(page) == LIGHT_BG
     page.evaluate("localStorage.removeItem('theme')")
     page.screenshot(path=str(live.workdir / "front-dark.png"))
 

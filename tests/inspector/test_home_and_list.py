@@ -95,7 +95,7 @@ def test_front_page_query_count_does_not_grow_with_workflows(staff, generator):
 
 
 def test_front_page_hides_the_checklist_when_every_step_is_done(staff, generator):
-    from runs.services import tokens
+    from runs import tokens
 
     tokens.api_token_create(name="rt")
     many_runs(3)

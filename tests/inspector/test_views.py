@@ -162,7 +162,7 @@ def test_resolve_unknown_run_and_wrong_method(staff, run):
 
 
 def test_resolve_ignores_bearer_tokens_without_a_staff_session(client, run):
-    from runs.services.tokens import api_token_create
+    from runs.tokens import api_token_create
 
     _, secret = api_token_create(name="rt")
     response = client.get(resolve_url(run, template="x"), HTTP_AUTHORIZATION=f"Bearer {secret}")

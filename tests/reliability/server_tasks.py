@@ -20,7 +20,7 @@ def seed() -> None:
     from django.test import Client
 
     from contextadmin.services import workflow_import
-    from runs.services.tokens import api_token_create
+    from runs.tokens import api_token_create
 
     call_command("migrate", verbosity=0, interactive=False)
     workflow_import(name="Generator", data=DEMO.read_bytes())
@@ -39,21 +39,20 @@ def dump(run_id: str) -> None:
     only now and then: runs/services/ingest.py)."""
     from contextadmin_sdk.engine import RunState
 
-    from runs import selectors
     from runs.models import Run, RunEvent, RunSnapshot
-    from runs.services.caches import run_config
+    from runs.state import run_config, run_state_at, stored_state_seq
 
     run = Run.objects.get(pk=run_id)
     events = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
     first = RunSnapshot.objects.get(run=run, seq=0)
     state = RunState.from_dict(run_config(run), first.state)
-    stored_seq = selectors.stored_state_seq(run.state)
+    stored_seq = stored_state_seq(run.state)
     stored_matches = stored_seq == 0 and first.state == run.state
     for seq, payload in events:
         state.apply(payload)
         if seq == stored_seq:
             stored_matches = state.to_dict() == run.state
-    latest = selectors.run_state_at(run=run).state
+    latest = run_state_at(run=run).state
     print(
         json.dumps(
             {

@@ -23,7 +23,7 @@ from django.test import Client
 
 from contextadmin.asgi import application
 from devservers.processes import Redis
-from runs.services import caches, tokens
+from runs import tokens
 from tests.reliability.helpers import (
     Inspector,
     RecordingReporter,
@@ -101,7 +101,7 @@ def test_run_starts_within_the_mongodb_timeout_with_unresolved_database_variable
         )
         elapsed = time.monotonic() - started
     finally:
-        mongo_client = caches._mongo_clients.pop(settings.MONGODB_URI, None)
+        mongo_client = mongo._mongo_clients.pop(settings.MONGODB_URI, None)
         if mongo_client is not None:
             mongo_client.close()
     assert response.status_code == 201, response.content

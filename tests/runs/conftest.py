@@ -23,7 +23,7 @@ def generator(transactional_db):
 
 @pytest.fixture
 def token_secret(generator) -> str:
-    from runs.services.tokens import api_token_create
+    from runs.tokens import api_token_create
 
     return api_token_create(name="runtime")[1]
 

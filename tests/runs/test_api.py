@@ -195,7 +195,7 @@ def test_run_status_events_end_the_run(api: Api):
 
 # -- authorization ---------------------------------------------------------------------------
 def test_requests_without_a_valid_token_are_refused(client, generator, token_secret):
-    from runs.services.tokens import api_token_create, api_token_revoke
+    from runs.tokens import api_token_create, api_token_revoke
 
     body = {"workflow": "Generator", "enterprise_id": "acme"}
     assert Api(client, None).post("/api/runs/", body).status_code == 401
@@ -211,7 +211,7 @@ def test_requests_without_a_valid_token_are_refused(client, generator, token_sec
 
 def test_a_token_scoped_to_another_workflow_gets_403_or_404(client, generator, api: Api):
     from contextadmin.models import Workflow
-    from runs.services.tokens import api_token_create
+    from runs.tokens import api_token_create
 
     other = Workflow.objects.create(name="Other")
     _, scoped = api_token_create(name="scoped", workflow=other)

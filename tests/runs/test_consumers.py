@@ -9,8 +9,9 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from contextadmin.asgi import application
+from runs import tokens
 from runs.models import RunEvent
-from runs.services import ingest, lifecycle, tokens
+from runs.services import ingest, lifecycle
 from runs.services.broadcast import run_events_committed
 from runs.signals import events_committed
 from tests.support.demo import demo_config, demo_events

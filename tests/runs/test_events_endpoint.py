@@ -13,9 +13,10 @@ from channels.testing import HttpCommunicator, WebsocketCommunicator
 from django.db import DatabaseError, connection, transaction
 
 from contextadmin.asgi import application
+from runs import tokens
 from runs.db import pool_sync_to_async
 from runs.models import RunEvent
-from runs.services import broadcast, ingest, lifecycle, tokens
+from runs.services import broadcast, ingest, lifecycle
 from tests.support.demo import demo_config
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

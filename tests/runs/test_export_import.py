@@ -17,9 +17,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from contextadmin.asgi import application
-from runs import selectors
+from runs import selectors, tokens
 from runs.models import ApiToken, Flip, Run, RunEvent
-from runs.services import ingest, lifecycle, tokens
+from runs.services import ingest, lifecycle
+from runs.state import run_state_at
 from tests.support.demo import demo_config, demo_events
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -179,7 +180,7 @@ async def test_import_run_rebuilds_the_same_run(tmp_path):
     assert copy.started_at == original.started_at and copy.ended_at == original.ended_at
 
     def replayed() -> tuple[list, list, list]:
-        at = [selectors.run_state_at(run=run, seq=3).state for run in (original, copy)]
+        at = [run_state_at(run=run, seq=3).state for run in (original, copy)]
         flips = [list(Flip.objects.filter(run=run).order_by("seq").values_list(
             "variable", "value", "seq")) for run in (original, copy)]
         return at, *flips

@@ -11,11 +11,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from contextadmin.errors import BadRequest, Conflict, NotFound
-from runs import selectors
 from runs.batching import GroupCommitter
 from runs.models import Flip, Run, RunEvent
-from runs.services import caches, ingest, lifecycle
+from runs.services import ingest, lifecycle
 from runs.services.ingest import IngestRequest, events_ingest_many
+from runs.state import caches, run_state_at, stored_state_seq
 from runs.webhooks.services import subscriptions
 from tests.support.loops import in_own_loop
 
@@ -148,7 +148,7 @@ def test_the_stored_state_is_rewritten_only_when_a_reader_needs_it(generator, mo
     assert state_written([FLIP]) is True  # a flip: the runs list shows the flag
     assert state_written([{"type": "run_status", "status": "completed"}]) is True  # ended
     run = Run.objects.get(pk=run_id)
-    assert selectors.stored_state_seq(run.state) == run.last_seq == 11
+    assert stored_state_seq(run.state) == run.last_seq == 11
 
 
 @pytest.mark.django_db
@@ -158,8 +158,8 @@ def test_the_latest_state_is_the_stored_one_plus_the_log_after_it(generator, mon
         ingest.event_ingest(run_id=run_id, events=[event])
     ingest.event_ingest(run_id=reference, events=CHAT[:5])
     run = Run.objects.get(pk=run_id)
-    assert selectors.stored_state_seq(run.state) == 0  # not rewritten yet
-    latest = selectors.run_state_at(run=run)
+    assert stored_state_seq(run.state) == 0  # not rewritten yet
+    latest = run_state_at(run=run)
     assert latest.seq == 5
     assert latest.state["nodes"]["InterviewAgent"] == {"text": "question 4"}
     # another process (no live copy here) continues from the stored state and the log
@@ -168,7 +168,7 @@ def test_the_latest_state_is_the_stored_one_plus_the_log_after_it(generator, mon
     result = ingest.event_ingest(run_id=run_id, events=[FLIP])
     assert result.last_seq == 6 and [f["name"] for f in result.flips] == ["interview_complete"]
     ingest.event_ingest(run_id=reference, events=[FLIP])
-    both = [selectors.run_state_at(run=Run.objects.get(pk=r)).state for r in (run_id, reference)]
+    both = [run_state_at(run=Run.objects.get(pk=r)).state for r in (run_id, reference)]
     assert both[0] == both[1]
     assert Flip.objects.filter(run_id=run_id).count() == 1
 

@@ -13,7 +13,7 @@ from websockets.sync.client import connect
 
 from contextadmin.services import workflow_import
 from devservers.processes import Daphne, Redis, manage, server_env
-from runs.services.tokens import api_token_create
+from runs.tokens import api_token_create
 from tests.support.demo import demo_config, demo_events
 from tests.support.live import LiveServerTestCase
 

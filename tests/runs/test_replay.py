@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from runs import selectors
 from runs.models import Run, RunSnapshot
 from runs.services import ingest, lifecycle
+from runs.state import run_state_at
 from tests.support.demo import demo_config
 
 pytestmark = pytest.mark.django_db
@@ -56,13 +56,13 @@ def test_state_at_every_seq_equals_the_live_state_then(generator, monkeypatch, s
     live = {0: run.state}
     for event in generated_events(60, seed):
         result = ingest.event_ingest(run_id=run.pk, events=[event])
-        latest = selectors.run_state_at(run=Run.objects.get(pk=run.pk))
+        latest = run_state_at(run=Run.objects.get(pk=run.pk))
         assert latest.seq == result.last_seq
         live[result.last_seq] = latest.state
     run.refresh_from_db()
     assert RunSnapshot.objects.filter(run=run).count() == 1 + 60 // 7
     for seq, state in live.items():
-        assert selectors.run_state_at(run=run, seq=seq).state == state, seq
+        assert run_state_at(run=run, seq=seq).state == state, seq
 
 
 def test_batches_and_single_events_give_the_same_final_state(generator):
@@ -75,7 +75,7 @@ def test_batches_and_single_events_give_the_same_final_state(generator):
     ingest.event_ingest(run_id=batched.pk, events=events[50:])
     one.refresh_from_db()
     batched.refresh_from_db()
-    assert selectors.run_state_at(run=one).state == selectors.run_state_at(run=batched).state
+    assert run_state_at(run=one).state == run_state_at(run=batched).state
     assert one.flip_count == batched.flip_count
 
 

@@ -20,9 +20,8 @@ from contextadmin_sdk.engine.format import (
 )
 from contextadmin_sdk.engine.state import node_output
 
-from runs import selectors
 from runs.models import Run, RunEvent
-from runs.services import caches
+from runs.state import caches, run_state_at
 from tests.runs.conftest import Api, demo_config
 
 BASE = {"enterprise_id": "acme", "workflow_name": "Generator"}
@@ -107,7 +106,7 @@ def test_the_stored_state_stays_small_and_the_log_keeps_every_full_text(api: Api
                   for i in range(start, start + 5)]
         assert api.events(run_id, events).status_code == 200
     run = Run.objects.get(pk=run_id)
-    latest = selectors.run_state_at(run=run).state
+    latest = run_state_at(run=run).state
     assert len(orjson.dumps(latest)) < 500_000
     assert latest["nodes"]["agent_7"]["truncated"] is True
     assert RunEvent.objects.get(run_id=run_id, seq=8).payload["text"] == "7:" + TEXT

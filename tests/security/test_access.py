@@ -24,8 +24,9 @@ from django.test.utils import CaptureQueriesContext
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
 from devservers.processes import manage, server_env
+from runs import tokens
 from runs.models import ApiToken, Run
-from runs.services import ingest, lifecycle, tokens
+from runs.services import ingest, lifecycle
 from tests.runs.conftest import Api, demo_config
 from tests.security.conftest import db_state
 

@@ -15,8 +15,9 @@ from django.test import Client
 from contextadmin.asgi import application
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
+from runs import tokens
 from runs.models import Run, RunEvent
-from runs.services import lifecycle, tokens
+from runs.services import lifecycle
 from tests.runs.conftest import demo_config
 
 FOREIGN, UNKNOWN = "foreign-run", "unknown-run"

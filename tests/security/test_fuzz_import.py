@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from contextadmin import selectors, services
 from contextadmin.models import Workflow
-from runs import selectors as run_selectors
 from runs.services import lifecycle
+from runs.state import run_state_at
 from tests.runs.conftest import demo_config
 from tests.security.conftest import db_state
 from tests.security.strategies import as_bytes, config_inputs
@@ -93,7 +93,7 @@ def assert_usable(name: str) -> None:
     fmt.parse_config(exported)
     selectors.workflow_export(workflow=workflow, environment="production").decode("utf-8")
     run = lifecycle.run_start(workflow_name=name, enterprise_id="acme").run
-    orjson.dumps(run_selectors.run_state_at(run=run).as_response(run))
+    orjson.dumps(run_state_at(run=run).as_response(run))
 
 
 def assert_clean_report(exc: fmt.ConfigError) -> None:

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from contextadmin.asgi import application
 from contextadmin.services import workflow_import
+from runs import tokens
 from runs.models import Run, RunEvent
-from runs.services import lifecycle, tokens
+from runs.services import lifecycle
 from tests.runs.conftest import demo_config
 from tests.security.strategies import (
     VALID_EVENTS,

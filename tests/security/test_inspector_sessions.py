@@ -54,7 +54,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     names = ["control", *CASES]
     script = (
         "from django.contrib.auth import get_user_model; from django.test import Client\n"
-        "from runs.services.lifecycle import run_start; from runs.services.tokens import "
+        "from runs.services.lifecycle import run_start; from runs.tokens import "
         "api_token_create\n"
         f"for name in {names!r}:\n"
         "    u=get_user_model().objects.create_user(name, password='pw-12345678', is_staff=True)\n"

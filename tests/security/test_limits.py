@@ -13,7 +13,7 @@ from channels.testing import WebsocketCommunicator
 
 from runs import ratelimit
 from runs.models import Run, RunEvent
-from runs.services.tokens import api_token_create
+from runs.tokens import api_token_create
 from tests.runs.conftest import Api
 from tests.security.conftest import db_state
 
@@ -164,7 +164,8 @@ def test_the_bucket_allows_a_burst_of_a_minute_then_the_per_minute_pace(settings
 # -- sockets per token, and socket connects under the rate limit -------------------------------
 def _socket_setup():
     from contextadmin.services import workflow_import
-    from runs.services import lifecycle, tokens
+    from runs import tokens
+    from runs.services import lifecycle
     from tests.runs.conftest import demo_config
 
     workflow_import(name="Generator", data=demo_config())

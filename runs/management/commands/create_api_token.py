@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.errors import ApiError
 from contextadmin.models import Workflow
-from runs.services import tokens
+from runs import tokens
 
 
 class Command(BaseCommand):

@@ -5,6 +5,8 @@ import asyncio
 import logging
 import os
 import stat
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +19,33 @@ from django.core.management.base import BaseCommand, CommandError
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, demo_workflow_import
 from runs.demo_chats.generator import DEMO_WORKFLOW
 from runs.models import ApiToken
-from runs.services.tokens import api_token_authenticate, api_token_create
+from runs.tokens import api_token_authenticate, api_token_create
 
 DEMO_RUNTIME_NAME = "demo_ag2"
 START_WAIT_S = 10.0  # how long to wait for the run start's answer before the chat goes on
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """What the demo runs with, on either framework."""
+
+    config: Any
+    reporter: RunReporter
+    enterprise_id: str
+    delay: float
+    spool_dir: Path | None
+    mongo: Any
+    started: Callable[[str | None], None]  # told the run's id once the session has one
+
+    def attach_options(self) -> dict[str, Any]:
+        """The keyword arguments both adapters' ``attach`` take alike."""
+        return {
+            "workflow_name": DEMO_WORKFLOW,
+            "enterprise_id": self.enterprise_id,
+            "mongo": self.mongo,
+            "reporter": self.reporter,
+            "spool_dir": self.spool_dir,
+        }
 
 
 class Command(BaseCommand):
@@ -81,13 +106,15 @@ class Command(BaseCommand):
             except DefinitionsError as exc:
                 raise CommandError(str(exc)) from None
             session = run_demo(
-                config=config,
-                reporter=reporter,
-                enterprise_id=options["enterprise_id"],
-                delay=options["delay"],
-                spool_dir=options["spool_dir"],
-                mongo=mongo,
-                started=started,
+                DemoRun(
+                    config=config,
+                    reporter=reporter,
+                    enterprise_id=options["enterprise_id"],
+                    delay=options["delay"],
+                    spool_dir=options["spool_dir"],
+                    mongo=mongo,
+                    started=started,
+                )
             )
         finally:
             if mongo is not None:
@@ -108,39 +135,23 @@ class Command(BaseCommand):
             f"{url}/runs/{session.run_id}/"
         )
 
-    def _ag2x(self) -> Any:
+    def _ag2x(self) -> Callable[[DemoRun], Any]:
         """The demo as an AG2 1.x workflow channel on an in-process hub."""
         from contextadmin_sdk.integrations.ag2 import attach
 
         from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
 
-        def run(
-            *,
-            config: Any,
-            reporter: Any,
-            enterprise_id: str,
-            delay: float,
-            spool_dir: Any,
-            mongo: Any,
-            started: Any,
-        ) -> Any:
+        def run(demo_run: DemoRun) -> Any:
             async def main() -> Any:
-                demo = await demo_workflow(delay=delay)
+                demo = await demo_workflow(delay=demo_run.delay)
                 session = attach(
-                    demo.graph,
-                    config,
-                    hub=demo.hub,
-                    agents=demo.agents,
-                    workflow_name=DEMO_WORKFLOW,
-                    enterprise_id=enterprise_id,
-                    mongo=mongo,
-                    reporter=reporter,
-                    spool_dir=spool_dir,
+                    demo.graph, demo_run.config, hub=demo.hub, agents=demo.agents,
+                    **demo_run.attach_options(),
                 )
-                started(session.run_id)
+                demo_run.started(session.run_id)
                 try:
                     async with session:
-                        await run_demo(demo, session, timeout=60 + 40 * delay)
+                        await run_demo(demo, session, timeout=60 + 40 * demo_run.delay)
                 finally:
                     await demo.hub.close()
                 return session
@@ -149,34 +160,17 @@ class Command(BaseCommand):
 
         return run
 
-    def _classic(self) -> Any:
+    def _classic(self) -> Callable[[DemoRun], Any]:
         """The demo as an AG2 Classic group chat."""
         from autogen.agentchat import initiate_group_chat
         from contextadmin_sdk.integrations.autogen import attach
 
         from runs.demo_chats.autogen_chat import OPENING, demo_pattern
 
-        def run(
-            *,
-            config: Any,
-            reporter: Any,
-            enterprise_id: str,
-            delay: float,
-            spool_dir: Any,
-            mongo: Any,
-            started: Any,
-        ) -> Any:
-            pattern = demo_pattern(delay=delay)
-            session = attach(
-                pattern,
-                config,
-                workflow_name=DEMO_WORKFLOW,
-                enterprise_id=enterprise_id,
-                mongo=mongo,
-                reporter=reporter,
-                spool_dir=spool_dir,
-            )
-            started(session.run_id)
+        def run(demo_run: DemoRun) -> Any:
+            pattern = demo_pattern(delay=demo_run.delay)
+            session = attach(pattern, demo_run.config, **demo_run.attach_options())
+            demo_run.started(session.run_id)
             with session:
                 initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
             return session

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from contextadmin.demo import DEMO_WORKFLOWS_BY_NAME, GENERATOR, GENERATOR_CHAT
-from runs.services import tokens
+from runs import tokens
 
 DEMO_TOKEN_NAME = "simulate_run (demo)"  # noqa: S105  (a name, not a secret)
 # The demo token's secret, kept for the next simulate_run (the database stores only its hash).

@@ -38,6 +38,8 @@ def preview(value: Any, *, limit: int = PREVIEW_MAX_CHARS) -> str:
         text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
     except (ValueError, TypeError, RecursionError):  # huge ints, mixed key types, str() raising
         return f"<{type(value).__name__} that cannot be previewed>"
+    if not text.isascii():  # a lone surrogate (undecodable bytes in an env var) breaks every
+        text = text.encode("utf-8", "backslashreplace").decode()  # UTF-8 log and JSON store
     if len(text) > limit:
         return f"{text[:limit]}… ({len(text)} chars)"
     return text

@@ -805,6 +805,17 @@ def test_log_previews_never_raise(value: Any) -> None:
     assert safe_preview(value).startswith("<")
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("a\udcff", '"a\\udcff"'), ({"k": "é\ud800"}, '{"k": "é\\ud800"}'), ("héllo", '"héllo"')],
+    ids=["lone-surrogate", "nested-surrogate", "plain-accent"],
+)
+def test_log_previews_are_always_utf8(value: Any, shown: str) -> None:
+    """Undecodable bytes in an env var (a lone surrogate) must not break a UTF-8 log or store."""
+    assert preview(value) == shown
+    preview(value).encode("utf-8")  # raises UnicodeEncodeError if a surrogate slipped through
+
+
 def test_mongo_json_safe_refuses_deep_values_without_recursion() -> None:
     assert json_safe(_deep(10)) == _deep(10)
     with pytest.raises(ValueError, match="nested more than 64 levels"):

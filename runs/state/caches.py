@@ -1,7 +1,7 @@
-"""Per-process caches: each run's parsed definitions, the live state of the runs this process
-ingests into, and the process's MongoDB client.
+"""Per-process caches: each run's parsed definitions and the live state of the runs this
+process ingests into.
 
-Each cache only saves work: every value can be rebuilt from the database (or the settings), so
+Each cache only saves work: every value can be rebuilt from the database, so
 several processes, or a restart, never disagree about a run.
 """
 
@@ -11,9 +11,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from contextadmin_sdk.engine import RunState, mongo_client
+from contextadmin_sdk.engine import RunState
 from contextadmin_sdk.engine.format import ContextVariablesFile, parse_config
-from django.conf import settings
 
 from runs.models import Run
 
@@ -88,20 +87,3 @@ def live_state_keep(run: Run, live: LiveState) -> None:
             _live_bytes -= _live_states.pop(next(iter(_live_states)))[3].size
         _live_states[run.pk] = (run.started_at, run.last_seq, run.definitions_hash, live)
         _live_bytes += live.size
-
-
-_mongo_clients: dict[str, Any] = {}
-
-
-def mongo_client_get() -> Any:
-    """Return the process's MongoDB client (None when MONGODB_URI is unset).
-
-    pymongo clients are thread-safe and pool their connections: one per process and URI.
-    """
-    uri = settings.MONGODB_URI
-    if not uri:
-        return None
-    if uri not in _mongo_clients:
-        _mongo_clients[uri] = mongo_client(uri, timeout_ms=settings.MONGODB_TIMEOUT_MS)
-    return _mongo_clients[uri]
-

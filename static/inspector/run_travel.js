@@ -1,0 +1,128 @@
+// Time travel and compare on the run page: the panels show the state after any seq (from the
+// state API) while the event stream stays live; "compare" diffs the states after two seqs.
+
+import { debounce, el, getJSON, replace, setText } from "./dom.js";
+import { spacesOf } from "./run_model.js";
+import { renderDiff } from "./travel.js";
+import { writeState } from "./urlstate.js";
+
+const $ = (id) => document.getElementById(id);
+
+/** What the panels show: the live end (`live`), or `state` as of `seq`; `revision` is bumped
+ * whenever that changes. */
+export class RunView {
+  constructor() {
+    this.live = true;
+    this.seq = null;
+    this.state = null;
+    this.revision = 0;
+  }
+
+  show({ live, seq, state }) {
+    Object.assign(this, { live, seq, state });
+    this.revision += 1;
+  }
+}
+
+/** Wire the slider, "Back to live" and the compare form. `changed()` is called when the view
+ * changes; `jump(seq)` shows an event. */
+export function timeTravel({ url, model, view, initial, namespaces, outputNamespaces, jump, changed }) {
+  // "Compare with #" follows the live end until the reader types another number
+  let compareFollows = !initial.compare || initial.compare[1] === "live";
+  let token = 0;
+
+  function goLive() {
+    token += 1;
+    view.show({ live: true, seq: null, state: null });
+    writeState({ at: null });
+    $("travel-live").setAttribute("aria-pressed", "true");
+    $("travel-note").hidden = true;
+    changed();
+  }
+
+  async function travelTo(seq) {
+    if (seq >= model.lastSeq) {
+      goLive();
+      return;
+    }
+    const mine = ++token;
+    $("travel-live").setAttribute("aria-pressed", "false");
+    writeState({ at: seq });
+    try {
+      const data = await getJSON(url, { at: seq });
+      if (mine !== token) return; // a newer request superseded this one
+      view.show({
+        live: false,
+        seq: data.seq,
+        state: {
+          context: data.state.context, provenance: data.provenance, flips: data.flips,
+          execution: data.state.execution, readiness: data.handoffs ?? null,
+          spaces: spacesOf(data.state, outputNamespaces), writes: data.writes || {},
+        },
+      });
+      replace($("travel-note"), `Showing the state after event #${data.seq} of ${model.lastSeq}. The event stream stays live. `,
+        el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
+      $("travel-note").hidden = false;
+      changed();
+    } catch (error) {
+      replace($("travel-note"), el("span", { class: "error" }, `Could not load #${seq}: ${error.message}`));
+      $("travel-note").hidden = false;
+    }
+  }
+
+  async function compare() {
+    const clamp = (value) => Math.max(0, Math.min(model.lastSeq, Number(value) || 0));
+    const [a, b] = [clamp($("compare-a").value), clamp($("compare-b").value)].sort((x, y) => x - y);
+    writeState({ compare: [a, compareFollows && b === model.lastSeq ? "live" : b] });
+    try {
+      const [first, second] = await Promise.all([getJSON(url, { at: a }), getJSON(url, { at: b })]);
+      renderDiff($("compare-result"), first, second, { onJump: jump, namespaces });
+    } catch (error) {
+      replace($("compare-result"), el("p", { class: "error" }, `Compare failed: ${error.message}`));
+      $("compare-result").hidden = false;
+    }
+  }
+
+  /** Keep the slider and the compare inputs in step with the live end (at each render). */
+  function follow() {
+    const slider = $("travel-seq");
+    slider.max = String(model.lastSeq);
+    if (view.live) {
+      slider.value = String(model.lastSeq);
+      setText($("travel-out"), `#${model.lastSeq}`);
+    }
+    $("compare-b").max = $("compare-a").max = String(model.lastSeq);
+    if (compareFollows) $("compare-b").value = String(model.lastSeq);
+  }
+
+  /** Show the view the URL named (once the page has caught up to the run). */
+  function restore({ at, compare: pair }) {
+    if (pair) {
+      const [a, b] = pair;
+      $("compare-a").value = String(a);
+      $("compare-b").value = String(b === "live" ? model.lastSeq : b);
+      compare();
+    }
+    if (at !== null && at < model.lastSeq) {
+      $("travel-seq").value = String(at);
+      $("travel-out").textContent = `#${at}`;
+      travelTo(at);
+    }
+  }
+
+  const travelSoon = debounce((seq) => travelTo(seq), 150);
+  $("travel-seq").addEventListener("input", (event) => {
+    const seq = Number(event.target.value);
+    $("travel-out").textContent = `#${seq}`;
+    travelSoon(seq);
+  });
+  $("travel-live").addEventListener("click", goLive);
+  $("compare-b").addEventListener("input", () => {
+    compareFollows = Number($("compare-b").value) === model.lastSeq;
+  });
+  $("compare").addEventListener("submit", (event) => {
+    event.preventDefault();
+    compare();
+  });
+  return { goLive, travelTo, follow, restore };
+}
