@@ -48,7 +48,7 @@ TRANSPORTS = ("http", "websocket")
 RUNS_PER_TOKEN = 100  # API_MAX_SOCKETS_PER_TOKEN is 200; the rate limit is per token too
 BURST_WINDOW = 200  # saturated: unacknowledged events a runtime keeps at most
 TOKENS = (
-    "from runs.services.tokens import api_token_create as c; "
+    "from runs.tokens import api_token_create as c; "
     "print(' '.join(c(name=f'bench-rt-{i}')[1] for i in range({n})))"
 )
 

@@ -25,7 +25,13 @@ from runs.auth import authenticate, staff_session_check
 from runs.batching import IngestBatcher, event_ingest_grouped
 from runs.channels_overrides import DispatchWithoutConnectionHop
 from runs.json_input import json_decode
-from runs.messages import ack_message, error_message, json_text, pong_message
+from runs.messages import (
+    ack_message,
+    batch_ack_message,
+    error_message,
+    json_text,
+    pong_message,
+)
 from runs.models import ApiToken
 from runs.resume import RESYNC_INTERVAL_S, RESYNC_MAX_INTERVAL_S, ResumeStream
 from runs.services.broadcast import RUNS_GROUP, run_group
@@ -352,12 +358,7 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
     async def _ingest_whole(self, run_id: str, events: Any) -> dict[str, Any]:
         """Ingest a batch frame in the next group commit; answer as the events POST does."""
         result = await event_ingest_grouped(run_id=run_id, events=events, token=self.token)
-        return {
-            "type": "batch_ack",
-            "last_seq": result.last_seq,
-            "flips": result.flips,
-            "acks": result.acks,
-        }
+        return batch_ack_message(last_seq=result.last_seq, flips=result.flips, acks=result.acks)
 
     async def _token_revoked(self) -> bool:
         """Re-read the token at most every TOKEN_RECHECK_S: revoking it closes open sockets."""

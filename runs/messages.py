@@ -67,6 +67,11 @@ def ack_message(ack: Mapping[str, Any]) -> Message:
     return {"type": "ack", "seq": ack["seq"], "flips": ack["flips"]}
 
 
+def batch_ack_message(*, last_seq: int, flips: Any, acks: Any) -> Message:
+    """The ingest socket's answer for a batch frame: the events POST's answer, typed."""
+    return {"type": "batch_ack", "last_seq": last_seq, "flips": flips, "acks": acks}
+
+
 def error_message(exc: ApiError) -> Message:
     """A socket's message for a refused frame, batch or subscription."""
     return {"type": "error", "status": exc.status, **exc.as_dict()}

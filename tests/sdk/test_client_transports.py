@@ -232,7 +232,7 @@ def test_without_the_websockets_library_the_reporter_goes_over_http(server):
 
 REVOKE = """
 from runs.models import ApiToken
-from runs.services.tokens import api_token_revoke
+from runs.tokens import api_token_revoke
 api_token_revoke(token=ApiToken.objects.get(name={name!r}))
 """
 
@@ -249,7 +249,7 @@ def test_a_token_revoked_mid_run_is_the_same_refusal(server, transport, caplog):
     reporter.event("agent_text", agent="a", text="before")
     assert reporter.flush(timeout=10)
     site.manage("shell", "-c", REVOKE.format(name=name))
-    time.sleep(1.5)  # the Daphne's cache of the token ends (runs.services.tokens.TOKEN_CACHE_S)
+    time.sleep(1.5)  # the Daphne's cache of the token ends (runs.tokens.TOKEN_CACHE_S)
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
         reporter.event("agent_text", agent="a", text="after")
         assert reporter.close(timeout=5) is False
