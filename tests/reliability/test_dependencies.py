@@ -23,6 +23,7 @@ from django.test import Client
 
 from contextadmin.asgi import application
 from devservers.processes import Redis
+from runs import mongo as runs_mongo
 from runs import tokens
 from tests.reliability.helpers import (
     Inspector,
@@ -78,13 +79,13 @@ async def _snapshot(run_id: str, session: str) -> dict:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("mongo", ["silent", "refused"])
+@pytest.mark.parametrize("mongo_kind", ["silent", "refused"])
 def test_run_starts_within_the_mongodb_timeout_with_unresolved_database_variables(
-    mongo, request, settings, client
+    mongo_kind, request, settings, client
 ):
     from contextadmin.services import workflow_import
 
-    port = request.getfixturevalue(f"{'silent' if mongo == 'silent' else 'closed'}_port")
+    port = request.getfixturevalue(f"{'silent' if mongo_kind == 'silent' else 'closed'}_port")
     uri = f"mongodb://127.0.0.1:{port}/"
     settings.MONGODB_URI = uri
     settings.MONGODB_TIMEOUT_MS = TIMEOUT_MS
@@ -101,7 +102,7 @@ def test_run_starts_within_the_mongodb_timeout_with_unresolved_database_variable
         )
         elapsed = time.monotonic() - started
     finally:
-        mongo_client = mongo._mongo_clients.pop(settings.MONGODB_URI, None)
+        mongo_client = runs_mongo._mongo_clients.pop(settings.MONGODB_URI, None)
         if mongo_client is not None:
             mongo_client.close()
     assert response.status_code == 201, response.content

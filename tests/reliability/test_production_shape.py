@@ -1,6 +1,7 @@
 """The production shape of docs/deploy.md from real parts: Debian's nginx, with the config the
 doc gives, in front of two Daphnes on PostgreSQL and Redis. Runtimes report through nginx
-(RunReporter in background mode, plain HTTP POSTs with a retried batch, the ingest websocket);
+(RunReporter in background mode over HTTP and over the ingest socket, plain HTTP POSTs with a
+retried batch, the ingest websocket);
 an inspector socket per run, also through nginx, gets every event exactly once, in order,
 whichever Daphne took it; both Daphnes took events; nginx enforces the documented body limit
 and its access log never holds a token."""
@@ -59,12 +60,22 @@ def test_nginx_two_daphnes_postgres_redis_deliver_every_event_once(postgres_serv
                                      token=stack.secret)
             assert status == 201, body
             run_ids[name] = body["run_id"]
-        reporter = RunReporter(base, stack.secret, background=True, batch_size=BATCH)
-        run_ids["reporter"] = reporter.start(workflow="Generator", enterprise_id="reporter")
-        # Background mode answers start() at once; watch once the server has the run.
-        state_url = f"{base}/api/runs/{run_ids['reporter']}/state/"
-        assert wait_until(lambda: http_json("GET", state_url, token=stack.secret)[0] == 200,
-                          timeout=30)
+        # RunReporter in background mode (what the AG2 integration uses) on both transports:
+        # batches as POSTs, and as frames on the ingest socket (the default when installed).
+        reporters = {
+            f"reporter-{transport}": RunReporter(
+                base, stack.secret, background=True, batch_size=BATCH, transport=transport
+            )
+            for transport in ("http", "websocket")
+        }
+        for name, reporter in reporters.items():
+            run_ids[name] = reporter.start(workflow="Generator", enterprise_id=name)
+            # Background mode answers start() at once; watch once the server has the run.
+            state_url = f"{base}/api/runs/{run_ids[name]}/state/"
+            assert wait_until(
+                lambda url=state_url: http_json("GET", url, token=stack.secret)[0] == 200,
+                timeout=30,
+            )
         for run_id in run_ids.values():
             inspector = Inspector(lambda: proxy.ws_url, run_id, stack.session,
                                   until=EVENTS, deadline_s=90)
@@ -72,10 +83,16 @@ def test_nginx_two_daphnes_postgres_redis_deliver_every_event_once(postgres_serv
             inspectors.append(inspector)
         assert all(i.connected.wait(15) for i in inspectors)
 
-        # RunReporter in background mode (what the AG2 integration uses), through nginx.
-        for event in chat("reporter", EVENTS):
-            reporter.event(event["type"], agent=event["agent"], text=event["text"])
-        assert reporter.close(timeout=60), reporter.error
+        # Both reporters, through nginx.
+        for name, reporter in reporters.items():
+            for event in chat(name, EVENTS):
+                reporter.event(event["type"], agent=event["agent"], text=event["text"])
+        # the socket went through nginx's upgrade (no fallback to HTTP)
+        assert wait_until(
+            lambda: reporters["reporter-websocket"].transport_in_use == "websocket", timeout=15
+        )
+        for reporter in reporters.values():
+            assert reporter.close(timeout=60), reporter.error
 
         # Plain HTTP POSTs with client seqs; every batch is sent twice (a retry after a lost
         # answer): the second is acknowledged as duplicates, nothing is stored twice.
