@@ -50,7 +50,7 @@ class B13Profile:
 
 PROFILES = {
     "full": B13Profile(5, 300, 10.0, 60.0, 5, 1.0),
-    "quick": B13Profile(2, 30, 10.0, 5.0, 2, 0.2),
+    "quick": B13Profile(1, 20, 20.0, 3.0, 2, 0.2),
 }
 
 
