@@ -292,10 +292,9 @@ class BackgroundSender:
     def _socket_open(self) -> None:
         """Open the ingest socket as soon as the run exists, so the first event does not wait
         for a handshake (a failure here is retried by the first batch)."""
-        if self.socket is None:
-            return
         try:
-            self.socket.open(token=self.reporter.token)
+            if self.socket is not None:
+                self.socket.open(token=self.reporter.token)
         except SocketUnavailable as exc:
             self._socket_fallback(exc)
         except ReportError:
@@ -303,11 +302,8 @@ class BackgroundSender:
 
     def _socket_fallback(self, exc: SocketUnavailable) -> None:
         self.socket = None
-        logger.warning(
-            "run %s: the ingest websocket is unavailable (%s); reporting over HTTP",
-            self.run_id,
-            exc,
-        )
+        why = f"the ingest websocket is unavailable ({exc}); reporting over HTTP"
+        logger.warning("run %s: %s", self.run_id, why)
 
     def _wait_for_batch(self) -> bool:
         """Wait until there is a batch worth sending (full, due, or asked for); False: stop."""
