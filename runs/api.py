@@ -36,7 +36,7 @@ from contextadmin.errors import (
 from runs import selectors
 from runs.auth import Caller, authenticate
 from runs.batching import event_ingest_grouped
-from runs.json_input import json_decode
+from runs.json_input import fields_check, json_decode
 from runs.models import ApiToken
 from runs.services import lifecycle
 from runs.state import run_state_at
@@ -93,13 +93,6 @@ def read_json_body(request: HttpRequest) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest("body: must be a JSON object")
     return data
-
-
-def fields_check(body: dict[str, Any], *, allowed: set[str]) -> None:
-    """Refuse a body with a field the endpoint does not know, naming it."""
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise BadRequest(f"{unknown[0]}: unknown field (expected {', '.join(sorted(allowed))})")
 
 
 # -- runs -------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from runs import ratelimit, selectors
 from runs.auth import authenticate, staff_session_check
 from runs.batching import IngestBatcher, event_ingest_grouped
 from runs.channels_overrides import DispatchWithoutConnectionHop
-from runs.json_input import json_decode
+from runs.json_input import fields_check, json_decode
 from runs.messages import (
     ack_message,
     batch_ack_message,
@@ -317,11 +317,10 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
             )
             return
         if isinstance(content, dict) and "events" in content and "type" not in content:
-            unknown = sorted(set(content) - {"events"})
-            if unknown:
-                self.batcher.reply(error_message(BadRequest(
-                    f"{unknown[0]}: unknown field in a batch (expected events)"
-                )))
+            try:
+                fields_check(content, allowed={"events"})  # as the events POST checks its body
+            except BadRequest as exc:
+                self.batcher.reply(error_message(exc))
                 return
             self.batcher.batch(content["events"])
             return

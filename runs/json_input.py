@@ -1,5 +1,5 @@
 """Decode the JSON a client sent (an HTTP body or a socket frame), refusing what cannot be
-stored, with the field named: the one decoder of both ingest paths."""
+stored, with the field named: the one decoder (and field check) of both ingest paths."""
 
 from __future__ import annotations
 
@@ -24,6 +24,13 @@ def json_decode(data: bytes | str, *, what: str) -> Any:
     if marker in data and _has_nul(decoded):
         raise BadRequest(f"{what}: contains a NUL character (\\u0000), which cannot be stored")
     return decoded
+
+
+def fields_check(body: dict[str, Any], *, allowed: set[str]) -> None:
+    """Refuse a body (a POST's, or a socket's batch frame) with a field it does not take."""
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise BadRequest(f"{unknown[0]}: unknown field (expected {', '.join(sorted(allowed))})")
 
 
 def _has_nul(value: Any) -> bool:
