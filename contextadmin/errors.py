@@ -34,10 +34,14 @@ class ApiError(Exception):
 
 
 class BadRequest(ApiError):
+    """The request names a field it got wrong: a value, a type, a missing key."""
+
     status = 400
 
 
 class Unauthorized(ApiError):
+    """No token, or one that is not known or was revoked: the client may retry with a good one."""
+
     status = 401
 
     def headers(self) -> dict[str, str]:
@@ -45,14 +49,20 @@ class Unauthorized(ApiError):
 
 
 class Forbidden(ApiError):
+    """Known, but not allowed: a session without staff, a token scoped to another workflow."""
+
     status = 403
 
 
 class NotFound(ApiError):
+    """No such workflow, version or run (or one the caller may not see)."""
+
     status = 404
 
 
 class MethodNotAllowed(ApiError):
+    """The path exists; the method does not: the ``Allow`` header lists those that do."""
+
     status = 405
 
     def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
@@ -64,14 +74,20 @@ class MethodNotAllowed(ApiError):
 
 
 class Conflict(ApiError):
+    """Valid alone, but not now: a seq gap, an ended run, a name taken, a pinned version."""
+
     status = 409
 
 
 class TooLarge(ApiError):
+    """Past a size limit (a body, the pinned definitions): the message gives the limit."""
+
     status = 413
 
 
 class RateLimited(ApiError):
+    """Past a token's rate (``Retry-After`` says when), running runs or open sockets."""
+
     status = 429
 
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.engine import (
@@ -33,12 +33,14 @@ __all__ = [
     "ConfigArg",
     "HandoffRuleError",
     "OpenedRun",
+    "RunOptions",
     "ToolCall",
     "check_rules",
     "completed_overview",
     "describe_cause",
     "load_config_arg",
     "open_run",
+    "options_check",
     "refusal_message",
     "text_of",
     "tool_data",
@@ -85,32 +87,72 @@ def unroutable_reason(condition: str, context: Mapping[str, Any]) -> str | None:
     return f"{', '.join(missing)} not in this run's context" if missing else None
 
 
+class RunOptions(TypedDict, total=False):
+    """The keywords both adapters' ``attach`` take to open (or resume) the run: one owner, so
+    a new option is added here once. ``environ`` defaults to ``os.environ``; ``run_id`` (with
+    a ``reporter``) resumes that run; ``spool_dir`` and ``capacity`` configure the reporter's
+    background mode; ``flush_timeout`` (5 s) bounds how long leaving the session's ``with``
+    block waits for acknowledgements."""
+
+    workflow_name: Required[str]
+    enterprise_id: Required[str]
+    environ: Mapping[str, str] | None
+    mongo: Any
+    reporter: RunReporter | None
+    run_id: str | None
+    spool_dir: str | os.PathLike[str] | None
+    capacity: int | None
+    flush_timeout: float
+
+
+def options_check(options: Mapping[str, Any]) -> None:
+    """What Python says of a plain keyword signature, for ``**options``: an unknown or a
+    missing keyword is a ``TypeError`` naming it."""
+    known = RunOptions.__annotations__
+    for name in options:
+        if name not in known:
+            raise TypeError(f"attach() got an unexpected keyword argument {name!r}")
+    for name in ("workflow_name", "enterprise_id"):  # Required[] (postponed: not at runtime)
+        if name not in options:
+            raise TypeError(f"attach() missing required keyword argument: {name!r}")
+
+
 @dataclass
 class OpenedRun:
-    """A run started (or resumed) for a session: its state and what to replay."""
+    """A run started (or resumed) for a session: its state, what to replay, and the options
+    the session keeps."""
 
+    config: ContextVariablesFile
     state: RunState
     unsent: list[dict[str, Any]] = field(default_factory=list)  # spooled, not on the server yet
     warnings: list[str] = field(default_factory=list)
+    reporter: RunReporter | None = None
+    flush_timeout: float = 5.0
 
 
 def open_run(
-    config: ContextVariablesFile,
+    config_arg: ConfigArg,
     *,
-    workflow_name: str,
-    enterprise_id: str,
-    environ: Mapping[str, str],
-    mongo: Any,
-    reporter: RunReporter | None,
-    run_id: str | None,
-    spool_dir: str | os.PathLike[str] | None,
-    capacity: int | None,
+    agents: Iterable[str] | None,
+    where: str = "",
     runtime: Mapping[str, str],
+    options: RunOptions,
 ) -> OpenedRun:
-    """Build the run's context and start it on the server, pinned to ``config`` and naming
-    ``runtime`` (``contextadmin_sdk.client.definitions.runtime_info``), or resume ``run_id`` from
-    the
-    server's state and the spool (raising ``ValueError`` for a run that has ended)."""
+    """What both adapters' ``attach`` do, in this order: check ``options``, load the config,
+    refuse hand-off rules naming none of ``agents`` (``where``: "the pattern"; None: a single
+    agent, no rules routed), then build the run's context and start it on the server, pinned to
+    the config and naming ``runtime`` (``contextadmin_sdk.client.definitions.runtime_info``), or
+    resume ``run_id`` from the server's state and the spool (raising ``ValueError`` for a run
+    that has ended)."""
+    options_check(options)
+    config = load_config_arg(config_arg)
+    if agents is not None:
+        check_rules(config, agents, where=where)
+    workflow_name, enterprise_id = options["workflow_name"], options["enterprise_id"]
+    reporter, run_id = options.get("reporter"), options.get("run_id")
+    environ = options.get("environ")
+    environ = os.environ if environ is None else environ
+    flush_timeout = options.get("flush_timeout", 5.0)
     if run_id is not None and reporter is None:
         raise ValueError("run_id resumes a run from the server: pass the reporter too")
     if reporter is not None:
@@ -119,7 +161,9 @@ def open_run(
                 f"the reporter already reports run {reporter.run_id}: give attach() a fresh "
                 "reporter (and run_id=... to resume that run)"
             )
-        reporter.use_background(capacity=capacity, spool_dir=spool_dir)
+        reporter.use_background(
+            capacity=options.get("capacity"), spool_dir=options.get("spool_dir")
+        )
     environment = "production" if is_production(environ) else "development"
     if run_id is None:
         built = build_context(
@@ -127,7 +171,7 @@ def open_run(
             workflow_name=workflow_name,
             enterprise_id=enterprise_id,
             environ=environ,
-            mongo=mongo,
+            mongo=options.get("mongo"),
         )
         state = RunState(config, built.values, environment=environment)
         if reporter is not None:
@@ -139,7 +183,7 @@ def open_run(
                 definitions=config,  # the run is pinned to what this workflow runs with
                 runtime=runtime,
             )
-        return OpenedRun(state, [], list(built.warnings))
+        return OpenedRun(config, state, [], list(built.warnings), reporter, flush_timeout)
     assert reporter is not None
     resumed = reporter.resume(run_id)
     if resumed.server is not None:
@@ -159,7 +203,7 @@ def open_run(
     if status in RUN_ENDED_STATUSES:
         reporter.close(0)
         raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
-    return OpenedRun(state, list(resumed.unsent), [])
+    return OpenedRun(config, state, list(resumed.unsent), [], reporter, flush_timeout)
 
 
 def refusal_message(event: Mapping[str, Any]) -> str:

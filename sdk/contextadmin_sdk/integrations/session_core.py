@@ -17,6 +17,7 @@ from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.engine import TEXT_MAX_CHARS, Applied, EventError, Flip, RunState
 from contextadmin_sdk.engine.format import ContextVariablesFile, Handoff
 from contextadmin_sdk.integrations.common import (
+    OpenedRun,
     completed_overview,
     refusal_message,
     tool_data,
@@ -34,30 +35,21 @@ class SessionCore:
 
     _log = logging.getLogger("contextadmin_sdk.integrations")  # each adapter names its own
 
-    def __init__(
-        self,
-        *,
-        config: ContextVariablesFile,
-        state: RunState,
-        reporter: RunReporter | None,
-        warnings: list[str],
-        flush_timeout: float,
-        replayed: list[dict[str, Any]],
-    ) -> None:
-        self.config = config
-        self.state = state
-        self.reporter = reporter
-        self.production = state.environment == "production"
-        self.warnings = warnings
-        self.flush_timeout = flush_timeout
-        self.events: list[dict[str, Any]] = list(replayed)  # every run event, with its seq
+    def __init__(self, *, opened: OpenedRun) -> None:
+        self.config: ContextVariablesFile = opened.config
+        self.state: RunState = opened.state
+        self.reporter: RunReporter | None = opened.reporter
+        self.production = self.state.environment == "production"
+        self.warnings = opened.warnings
+        self.flush_timeout = opened.flush_timeout
+        self.events: list[dict[str, Any]] = list(opened.unsent)  # every run event, with its seq
         self.flips: list[Flip] = [
             Flip(f["name"], f["value"], f["trigger_index"], dict(f.get("cause") or {}))
-            for f in state.flips
+            for f in self.state.flips
         ]
         self.skipped_handoffs: list[dict[str, Any]] = []
         self.observed = 0  # AG2 events seen
-        self._sync = ContextSync(config, production=self.production)
+        self._sync = ContextSync(self.config, production=self.production)
         self._warned: set[str] = set()
         self._ended = False
 

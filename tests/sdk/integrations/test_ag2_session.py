@@ -259,6 +259,27 @@ async def test_a_classic_pattern_and_a_1x_workflow_are_sent_to_the_right_module(
     await workflow.hub.close()
 
 
+@in_own_loop
+async def test_both_adapters_name_a_wrong_or_missing_option_before_opening_a_run() -> None:
+    """The options are one TypedDict (RunOptions) for both adapters: a typo or a missing
+    required keyword is a TypeError naming it, and no run is started."""
+    from contextadmin_sdk.integrations.autogen import attach as attach_classic
+
+    from runs.demo_chats.autogen_chat import demo_pattern
+
+    workflow = await two_stage(interview=["NEXT"], answers=[])
+    cases = (
+        (lambda **kw: attach(workflow.graph, DEMO_CONFIG, **workflow.attach_args(), **kw)),
+        (lambda **kw: attach_classic(demo_pattern(), DEMO_CONFIG, **kw)),
+    )
+    for adapter in cases:
+        with pytest.raises(TypeError, match=r"unexpected keyword argument 'workflow_nam'$"):
+            adapter(workflow_nam="W", enterprise_id="e")
+        with pytest.raises(TypeError, match=r"missing required keyword argument: 'enterprise_id'"):
+            adapter(workflow_name="W")
+    await workflow.hub.close()
+
+
 async def set_flags(channel: ChannelInject) -> str:
     """Set a derived flag and try to change a declarative constant (refused: a warning)."""
     await set_context(channel, "interview_complete", True)

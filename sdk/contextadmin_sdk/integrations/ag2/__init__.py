@@ -17,8 +17,9 @@ try:
     from ag2.network import TransitionGraph as _TransitionGraph  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'contextadmin_sdk.integrations.ag2 needs AG2 1.x: pip install -e ".[ag2]" (ag2>=1.2,<1.3); '
-        "for AG2 Classic group chats use contextadmin_sdk.integrations.autogen"
+        "contextadmin_sdk.integrations.ag2 needs AG2 1.x (ag2>=1.2,<1.3): pip install "
+        '"contextadmin-sdk[ag2]" (from a checkout: "./sdk[ag2]"); for AG2 Classic group chats '
+        "use contextadmin_sdk.integrations.autogen"
     ) from exc
 
 from .graph import RULE_CONDITION, ContextRule

@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import os
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol, Unpack
 
 from ag2 import Agent
 from ag2.events import ToolErrorEvent
 from ag2.network import CHANNEL_DEP, EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope, TransitionGraph
 
-from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.engine import Flip
 from contextadmin_sdk.integrations.common import (
     ConfigArg,
     HandoffRuleError,
-    check_rules,
-    load_config_arg,
+    RunOptions,
     open_run,
     text_of,
 )
@@ -53,17 +50,9 @@ def attach(
     workflow: TransitionGraph | Agent,
     config: ConfigArg,
     *,
-    workflow_name: str,
-    enterprise_id: str,
     hub: Any = None,
     agents: Iterable[Agent] = (),
-    environ: Mapping[str, str] | None = None,
-    mongo: Any = None,
-    reporter: RunReporter | None = None,
-    run_id: str | None = None,
-    spool_dir: str | os.PathLike[str] | None = None,
-    capacity: int | None = None,
-    flush_timeout: float = 5.0,
+    **options: Unpack[RunOptions],
 ) -> WorkflowSession | AgentSession:
     """Seed, route and report an AG2 1.x run; return the session whose ``with`` block observes it.
 
@@ -73,13 +62,15 @@ def attach(
       ``context_vars`` seeded with the run's context.
     - ``workflow`` an ``ag2.Agent``: a single agent's run (tools, variables, flags; no hand-offs).
 
-    ``run_id`` (with a ``reporter``) resumes that run from the server's state and the spool.
+    ``options`` (``workflow_name`` and ``enterprise_id`` required; ``environ``, ``mongo``,
+    ``reporter``, ``run_id``, ``spool_dir``, ``capacity``, ``flush_timeout``) are
+    ``contextadmin_sdk.integrations.common.RunOptions``: ``run_id`` (with a ``reporter``)
+    resumes that run from the server's state and the spool.
     """
     if not isinstance(workflow, TransitionGraph | Agent):
         raise TypeError(_wrong_kind(workflow))
-    parsed = load_config_arg(config)
-    environ = os.environ if environ is None else environ
     members = list(agents)
+    names: dict[str, str] | None = None
     if isinstance(workflow, TransitionGraph):
         if hub is None or not hasattr(hub, "register_listener"):
             raise TypeError(
@@ -87,30 +78,10 @@ def attach(
                 f"process (got {type(hub).__name__})"
             )
         names = _participants(hub, workflow, members)
-        check_rules(parsed, names, where="the channel")
-    opened = open_run(
-        parsed,
-        workflow_name=workflow_name,
-        enterprise_id=enterprise_id,
-        environ=environ,
-        mongo=mongo,
-        reporter=reporter,
-        run_id=run_id,
-        spool_dir=spool_dir,
-        capacity=capacity,
-        runtime=runtime(),
-    )
-    common = {
-        "config": parsed,
-        "state": opened.state,
-        "reporter": reporter,
-        "warnings": opened.warnings,
-        "flush_timeout": flush_timeout,
-        "replayed": opened.unsent,
-    }
-    if isinstance(workflow, Agent):
-        return AgentSession(agent=workflow, **common)
-    return WorkflowSession(graph=workflow, hub=hub, agents=members, names=names, **common)
+    opened = open_run(config, agents=names, where="the channel", runtime=runtime(), options=options)
+    if names is None:
+        return AgentSession(agent=workflow, opened=opened)
+    return WorkflowSession(graph=workflow, hub=hub, agents=members, names=names, opened=opened)
 
 
 def _wrong_kind(workflow: Any) -> str:

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Unpack
 
-from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.client.definitions import runtime_info
 from contextadmin_sdk.engine import (
     TEXT_MAX_CHARS,
@@ -41,8 +39,7 @@ from contextadmin_sdk.engine import (
 from contextadmin_sdk.integrations.common import (
     ConfigArg,
     HandoffRuleError,
-    check_rules,
-    load_config_arg,
+    RunOptions,
     open_run,
     text_of,
 )
@@ -55,8 +52,8 @@ try:
     from autogen.io import IOStream
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "contextadmin_sdk.integrations.autogen needs AG2 Classic 0.14.x: "
-        'pip install -e ".[autogen]" (autogen>=0.14,<0.15)'
+        "contextadmin_sdk.integrations.autogen needs AG2 Classic 0.14.x (autogen>=0.14,<0.15): "
+        'pip install "contextadmin-sdk[autogen]" (from a checkout: "./sdk[autogen]")'
     ) from exc
 
 from .handoffs import fired_rule, handoff_register, handoffs_clear
@@ -83,54 +80,24 @@ if not autogen.__version__.startswith("0.14."):  # pragma: no cover
     )
 
 
-def attach(
-    pattern: Any,
-    config: ConfigArg,
-    *,
-    workflow_name: str,
-    enterprise_id: str,
-    environ: Mapping[str, str] | None = None,
-    mongo: Any = None,
-    reporter: RunReporter | None = None,
-    run_id: str | None = None,
-    spool_dir: str | os.PathLike[str] | None = None,
-    capacity: int | None = None,
-    flush_timeout: float = 5.0,
-) -> AG2Session:
+def attach(pattern: Any, config: ConfigArg, **options: Unpack[RunOptions]) -> AG2Session:
     """Seed ``pattern.context_variables`` from ``config``, register its hand-offs, and return the
     session whose ``with`` block observes the chat.
 
-    ``run_id`` (with a ``reporter``) resumes that run from the server's state and the spool.
-    ``spool_dir`` and ``capacity`` configure the reporter's background mode
-    (sdk/contextadmin_sdk/client/reporter.py);
-    ``flush_timeout`` bounds how long leaving the ``with`` block waits for acknowledgements.
+    ``options`` (``workflow_name`` and ``enterprise_id`` required; ``environ``, ``mongo``,
+    ``reporter``, ``run_id``, ``spool_dir``, ``capacity``, ``flush_timeout``) are
+    ``contextadmin_sdk.integrations.common.RunOptions``: ``run_id`` (with a ``reporter``)
+    resumes that run from the server's state and the spool.
     """
     _refuse_ag2x(pattern)
-    parsed = load_config_arg(config)
-    environ = os.environ if environ is None else environ
-    agents = {agent.name: agent for agent in pattern.agents}
-    check_rules(parsed, agents, where="the pattern")
     opened = open_run(
-        parsed,
-        workflow_name=workflow_name,
-        enterprise_id=enterprise_id,
-        environ=environ,
-        mongo=mongo,
-        reporter=reporter,
-        run_id=run_id,
-        spool_dir=spool_dir,
-        capacity=capacity,
+        config,
+        agents=[agent.name for agent in pattern.agents],
+        where="the pattern",
         runtime=runtime_info(framework="autogen", version=autogen.__version__),
+        options=options,
     )
-    session = AG2Session(
-        pattern=pattern,
-        config=parsed,
-        state=opened.state,
-        reporter=reporter,
-        warnings=opened.warnings,
-        flush_timeout=flush_timeout,
-        replayed=opened.unsent,
-    )
+    session = AG2Session(pattern=pattern, opened=opened)
     session._resume_running()  # a chat that raised: running again
     return session
 
