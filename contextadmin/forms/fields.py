@@ -10,9 +10,11 @@ from django import forms
 
 
 class PrimitiveField(forms.CharField):
-    """A string, number or boolean typed as text; the form decodes it by the declared type."""
+    """A string, number or boolean typed as text; the form decodes it by the declared type
+    (``primitive_from_text``), reading a blank as none when ``blank_is_none``."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, blank_is_none: bool = False, **kwargs: Any) -> None:
+        self.blank_is_none = blank_is_none
         kwargs.setdefault("required", False)
         kwargs.setdefault("strip", False)
         kwargs.setdefault("widget", forms.TextInput(attrs={"size": 20}))

@@ -38,8 +38,6 @@ _DESCRIPTION = forms.Textarea(attrs={"rows": 1, "cols": 36})
 
 class VariableForm(forms.ModelForm):
     category: ClassVar[str]
-    # The field typed as text and read by the variable's type, and whether blank means none.
-    primitive: ClassVar[tuple[str, bool] | None] = None
 
     class Meta:  # each category's form adds its model and fields: class Meta(VariableForm.Meta)
         widgets = {"position": _POSITION, "description": _DESCRIPTION}
@@ -50,18 +48,17 @@ class VariableForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if self.primitive is not None and self.primitive[0] in data:
-            field, blank_is_none = self.primitive
-            data[field] = primitive_from_text(
-                data[field], data.get("type"), blank_is_none=blank_is_none
-            )
+        for name, field in self.fields.items():  # typed as text, read by the variable's type
+            if isinstance(field, PrimitiveField) and name in data:
+                data[name] = primitive_from_text(
+                    data[name], data.get("type"), blank_is_none=field.blank_is_none
+                )
         return data
 
 
 class DeclarativeForm(VariableForm):
     category = Category.DECLARATIVE
     value = PrimitiveField(help_text="Text for a string; 25, 2.5 or true for the other types.")
-    primitive = ("value", False)
 
     class Meta(VariableForm.Meta):
         model = DeclarativeVariable
@@ -88,8 +85,9 @@ class DatabaseForm(VariableForm):
 
 class EnvironmentForm(VariableForm):
     category = Category.ENVIRONMENT
-    default = PrimitiveField(help_text="Used when the env var is unset; empty: none.")
-    primitive = ("default", True)
+    default = PrimitiveField(
+        blank_is_none=True, help_text="Used when the env var is unset; empty: none."
+    )
 
     class Meta(VariableForm.Meta):
         model = EnvironmentVariable
