@@ -16,7 +16,7 @@ from runs.services.broadcast import run_events_committed
 from runs.signals import events_committed
 from tests.support.demo import demo_config, demo_events
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = pytest.mark.django_db(transaction=True)  # async tests: asyncio_mode = "auto"
 
 ORIGIN = (b"origin", b"http://testserver")
 
