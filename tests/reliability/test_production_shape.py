@@ -1,10 +1,10 @@
 """The production shape of docs/deploy.md from real parts: Debian's nginx, with the config the
 doc gives, in front of two Daphnes on PostgreSQL and Redis. Runtimes report through nginx
 (RunReporter in background mode over HTTP and over the ingest socket, plain HTTP POSTs with a
-retried batch, the ingest websocket);
-an inspector socket per run, also through nginx, gets every event exactly once, in order,
-whichever Daphne took it; both Daphnes took events; nginx enforces the documented body limit
-and its access log never holds a token."""
+retried batch, the ingest websocket); an inspector socket per run, also through nginx, gets every
+event exactly once, in order, whichever Daphne took it; events POSTed to one Daphne reach
+inspectors on the other; nginx enforces the documented body limit and its access log never holds
+a token."""
 
 from __future__ import annotations
 
@@ -130,10 +130,12 @@ def test_nginx_two_daphnes_postgres_redis_deliver_every_event_once(postgres_serv
             assert last_seq == EVENTS
             assert [p["text"] for _, p in rows] == [e["text"] for e in chat(name, EVENTS)]
 
-        # nginx spread the requests: each Daphne took events POSTs.
-        posts = [len(re.findall(r'"POST /api/runs/[^/]+/events/', s.log_path.read_text()))
-                 for s in servers]
-        assert all(count > 0 for count in posts), posts
+        # Events crossed processes: POSTed to one Daphne, watched on the other. least_conn
+        # sends a POST to the Daphne holding fewer open sockets, so all of them may land on one.
+        logs = [s.log_path.read_text() for s in servers]
+        posts = [len(re.findall(r'"POST /api/runs/[^/]+/events/', log)) for log in logs]
+        watched = [len(re.findall(r'"WSCONNECT /ws/runs/', log)) for log in logs]
+        assert any(posts[i] and watched[1 - i] for i in (0, 1)), (posts, watched)
 
         # The documented body limit: nginx answers 413 before a Daphne reads the body.
         status, _ = http_json_raw(f"{base}/api/runs/{run_ids['http']}/events/",
