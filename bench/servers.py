@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from devservers.migrated import database_migrate
 from devservers.processes import Daphne, Redis, manage, server_env
 
 STAFF_SESSION = (
@@ -51,7 +52,7 @@ def prepare_site(workdir: Path, database_url: str | None = None) -> Site:
     env = server_env(
         database_url, DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secret_key, DJANGO_LOG_LEVEL="WARNING"
     )
-    manage(env, "migrate", "--noinput")
+    database_migrate(env)
     # Independent of each other: run them side by side (each is mostly Django start-up).
     with ThreadPoolExecutor(max_workers=3) as pool:
         setup = pool.submit(manage, env, "demo_setup")

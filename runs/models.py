@@ -38,7 +38,7 @@ class Run(models.Model):
     workflow = models.ForeignKey(
         "contextadmin.Workflow", null=True, on_delete=models.SET_NULL, related_name="runs"
     )
-    workflow_name = models.CharField(max_length=100, db_index=True)
+    workflow_name = models.CharField(max_length=100)  # indexed with started_at (Meta)
     definitions = models.JSONField(help_text="context_variables.json as exported at start")
     definitions_hash = models.CharField(max_length=64)
     workflow_version = models.PositiveIntegerField(
@@ -63,7 +63,7 @@ class Run(models.Model):
         blank=True,
         help_text='the version key the runtime\'s definitions carried: {"number", "digest"}',
     )
-    enterprise_id = models.CharField(max_length=200, db_index=True)
+    enterprise_id = models.CharField(max_length=200)  # indexed with started_at (Meta)
     environment = models.CharField(
         max_length=20, choices=Environment.choices, default=Environment.DEVELOPMENT
     )
@@ -79,11 +79,22 @@ class Run(models.Model):
     token = models.ForeignKey(
         "runs.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
-    started_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(auto_now_add=True)  # indexed with id (Meta)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
+        indexes = [
+            # A runs list page (newest first, keyset on started_at then id), filtered by
+            # workflow or enterprise or not, and the front page's last run of each workflow
+            # walk one of these in order: no sort of every run the filter matches, whatever
+            # their number.
+            models.Index(fields=["started_at", "id"], name="run_started"),
+            models.Index(fields=["workflow_name", "started_at", "id"], name="run_workflow_started"),
+            models.Index(
+                fields=["enterprise_id", "started_at", "id"], name="run_enterprise_started"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.workflow_name} run {self.id}"

@@ -14,16 +14,21 @@ import pytest
 from contextadmin_sdk.client import RunReporter
 from websockets.sync.client import connect
 
-from bench.servers import daphnes, prepare_site, redis_server
+from bench.servers import Site, daphnes, prepare_site, redis_server
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
+    """One prepared database for both layers (each test starts its own Redis and Daphne)."""
+    return prepare_site(tmp_path_factory.mktemp("redis-idle"))
 
 
 @pytest.mark.redis
 @pytest.mark.slow
 @pytest.mark.parametrize("redis_layer", ["lists", "pubsub"])
 def test_an_idle_inspector_on_the_redis_layer_outlives_the_blocking_pop(
-    tmp_path, redis_layer: str
+    tmp_path, site: Site, redis_layer: str
 ) -> None:
-    site = prepare_site(tmp_path)
     with (
         redis_server(tmp_path) as redis,
         daphnes(site, 1, redis_url=redis.url, redis_layer=redis_layer) as (server,),
@@ -38,4 +43,5 @@ def test_an_idle_inspector_on_the_redis_layer_outlives_the_blocking_pop(
             reporter.close()
             message = json.loads(ws.recv(timeout=10))
         assert message["type"] == "event" and message["seq"] == 1
-        assert "Timeout reading" not in next(tmp_path.glob("daphne-redis-*.log")).read_text()
+        log = next(site.workdir.glob("daphne-redis-*.log")).read_text()
+        assert "Timeout reading" not in log, redis_layer

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from contextadmin_sdk.client import RunReporter
 
+from devservers.migrated import database_migrate
 from devservers.processes import PROJECT, Daphne, manage, server_env
 from tests.support.demo import demo_config
 
@@ -77,7 +78,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, mongo_server: Any) -> Iterato
     env.pop("CONTEXT_AWARE", None)
     env.pop("MONETIZATION_ENABLED", None)
     env.pop("ENVIRONMENT", None)
-    manage(env, "migrate", "--noinput")
+    database_migrate(env)
     manage(env, "demo_setup")
     routed = workdir / "routed.json"
     routed.write_text(json.dumps({**demo_config(), "handoffs": ROUTED_HANDOFFS}))

@@ -12,6 +12,7 @@ from django.test import Client
 from websockets.sync.client import connect
 
 from contextadmin.services import workflow_import
+from devservers.migrated import database_migrate
 from devservers.processes import Daphne, Redis, manage, server_env
 from runs.tokens import api_token_create
 from tests.support.demo import demo_config, demo_events
@@ -76,7 +77,7 @@ def test_two_daphne_processes_share_events_through_redis(tmp_path):
     env = server_env(f"sqlite:///{tmp_path / 'db.sqlite3'}", REDIS_URL=redis.url)
     servers: list[Daphne] = []
     try:
-        manage(env, "migrate", "--noinput")
+        database_migrate(env)
         manage(env, "demo_setup")
         secret = manage(env, "create_api_token", "rt").stdout.strip()
         session = (

@@ -19,6 +19,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from devservers import postgres
+from devservers.migrated import database_migrate
 from devservers.processes import Daphne, Redis, manage, server_env
 from tests.runs.conftest import demo_config
 
@@ -60,7 +61,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         )
         config = workdir / "context_variables.json"
         config.write_text(json.dumps(demo_config()))
-        manage(env, "migrate", "--noinput")
+        database_migrate(env)
         manage(env, "import_context", str(config), "--workflow", "Generator")
         tokens = {
             name: manage(env, "create_api_token", name).stdout.strip().splitlines()[-1]

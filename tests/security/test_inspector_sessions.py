@@ -18,6 +18,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from devservers.migrated import database_migrate
 from devservers.processes import Daphne, manage, server_env
 from tests.runs.conftest import demo_config
 
@@ -47,7 +48,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     workdir = tmp_path_factory.mktemp("inspector-sessions")
     env = server_env(f"sqlite:///{workdir / 'db.sqlite3'}", DJANGO_DEBUG="0",
                      DJANGO_SECRET_KEY=secrets.token_urlsafe(50), MONGODB_URI="")
-    manage(env, "migrate", "--noinput")
+    database_migrate(env)
     config = workdir / "context_variables.json"
     config.write_text(json.dumps(demo_config()))
     manage(env, "import_context", str(config), "--workflow", "Generator")

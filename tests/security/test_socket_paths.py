@@ -14,6 +14,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from devservers.migrated import database_migrate
 from devservers.processes import Daphne, manage, server_env
 from tests.runs.conftest import demo_config
 
@@ -39,7 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         DJANGO_LOG_LEVEL="INFO",
         MONGODB_URI="",
     )
-    manage(env, "migrate", "--noinput")
+    database_migrate(env)
     config = workdir / "context_variables.json"
     config.write_text(json.dumps(demo_config()))
     manage(env, "import_context", str(config), "--workflow", "Generator")

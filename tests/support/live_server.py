@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from devservers.migrated import database_migrate
 from devservers.processes import Daphne, manage, server_env
 
 START_TIMEOUT_S = 30.0
@@ -70,7 +71,7 @@ def live_server_run(workdir: Path, *, username: str, **extra_env: str) -> Iterat
         DJANGO_SUPERUSER_EMAIL=f"{username}@example.com",
         **extra_env,
     )
-    manage(env, "migrate", "--noinput")
+    database_migrate(env)
     manage(env, "createsuperuser", "--noinput")
     log_path = workdir / "daphne.log"
     daphne = Daphne(env, log_path).start()
