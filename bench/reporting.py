@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 from contextadmin_sdk.client import RunReporter
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import InvalidHandshake
 from websockets.sync.connection import Connection as WebsocketConnection
 
 from bench.http import Http, HttpError
@@ -187,7 +187,8 @@ async def _create_runs(base: str, secrets: Sequence[str], run_ids: Sequence[str]
 
 async def _open_inspector(ws_base: str, origin: str, session: str, run_id: str) -> Any:
     """One inspector socket, retried for up to a minute as the inspector page reconnects: an
-    overloaded Daphne refuses upgrades (a 502 through nginx) while runtimes start."""
+    overloaded Daphne refuses upgrades (a 502 through nginx) or drops them (no HTTP answer) while
+    runtimes start."""
     deadline = perf() + INSPECTOR_PATIENCE_S
     attempt = 0
     while True:
@@ -197,7 +198,7 @@ async def _open_inspector(ws_base: str, origin: str, session: str, run_id: str) 
                 {"Origin": origin, "Cookie": f"sessionid={session}"},
             )
             break
-        except (InvalidStatus, OSError, TimeoutError):
+        except (InvalidHandshake, OSError, TimeoutError):  # a refused or dropped upgrade
             attempt += 1
             if perf() > deadline:
                 raise
