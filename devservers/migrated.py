@@ -37,8 +37,13 @@ def database_migrate(env: dict[str, str]) -> None:
     shutil.copyfile(template, target)
 
 
+def template_path() -> Path:
+    """Where the template for today's migrations is (or will be) kept."""
+    return Path(tempfile.gettempdir()) / f"contextadmin-migrated-{_migrations_digest()}.sqlite3"
+
+
 def _template(env: dict[str, str]) -> Path:
-    path = Path(tempfile.gettempdir()) / f"contextadmin-migrated-{_migrations_digest()}.sqlite3"
+    path = template_path()
     if path.exists():
         return path
     building = path.with_name(f"{path.stem}.{os.getpid()}.building")

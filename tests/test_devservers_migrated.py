@@ -17,11 +17,7 @@ def test_a_copied_database_has_every_migration_and_the_template_is_made_once(
 ) -> None:
     first, second = (server_env(f"sqlite:///{tmp_path / name}") for name in ("a.db", "b.db"))
     migrated.database_migrate(first)
-    template = next(
-        Path(migrated.tempfile.gettempdir()).glob(
-            f"contextadmin-migrated-{migrated._migrations_digest()}.sqlite3"
-        )
-    )
+    template = migrated.template_path()
     made = template.stat().st_mtime_ns
     migrated.database_migrate(second)
     assert template.stat().st_mtime_ns == made  # copied, not migrated again
@@ -32,8 +28,10 @@ def test_a_copied_database_has_every_migration_and_the_template_is_made_once(
         assert "[ ]" not in listed and "[X] 0001_initial" in listed
 
 
-def test_the_template_follows_the_migrations(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A digest over every migration file: a changed one names a new template."""
-    before = migrated._migrations_digest()
+def test_the_template_follows_the_installed_packages_migrations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The template's name covers the packages' migrations too, not only the project's."""
+    before = migrated.template_path()
     monkeypatch.setattr(migrated, "MIGRATING_PACKAGES", ())
-    assert migrated._migrations_digest() != before
+    assert migrated.template_path() != before

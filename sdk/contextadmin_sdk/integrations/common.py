@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Required, TypedDict
+from typing import Any, Required, TypedDict, get_origin, get_type_hints
 
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.engine import (
@@ -105,14 +105,19 @@ class RunOptions(TypedDict, total=False):
     flush_timeout: float
 
 
+# RunOptions' names and which are Required[]: read from its hints (with postponed annotations
+# the TypedDict's own __required_keys__ cannot tell).
+_OPTION_HINTS = get_type_hints(RunOptions, include_extras=True)
+_REQUIRED_OPTIONS = tuple(n for n, hint in _OPTION_HINTS.items() if get_origin(hint) is Required)
+
+
 def options_check(options: Mapping[str, Any]) -> None:
     """What Python says of a plain keyword signature, for ``**options``: an unknown or a
     missing keyword is a ``TypeError`` naming it."""
-    known = RunOptions.__annotations__
     for name in options:
-        if name not in known:
+        if name not in _OPTION_HINTS:
             raise TypeError(f"attach() got an unexpected keyword argument {name!r}")
-    for name in ("workflow_name", "enterprise_id"):  # Required[] (postponed: not at runtime)
+    for name in _REQUIRED_OPTIONS:
         if name not in options:
             raise TypeError(f"attach() missing required keyword argument: {name!r}")
 
