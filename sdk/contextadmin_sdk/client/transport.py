@@ -10,6 +10,8 @@ import urllib.error
 import urllib.parse
 from typing import Any
 
+from pydantic_core import to_json
+
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 60.0
 MAX_BATCH_BYTES = 512 * 1024  # half the server's default API_MAX_BODY_BYTES
@@ -36,8 +38,13 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"))  # json.dumps would build one
 
 
 def encode_record(record: Any) -> bytes:
-    """One spool line's or batch's JSON, compact (the caller's thread encodes every event)."""
-    return _COMPACT.encode(record).encode()
+    """One spool line's or batch's JSON, compact UTF-8 (the caller's thread encodes every event:
+    pydantic_core's encoder, one C call; what it cannot encode, a lone surrogate say, the
+    standard library's, which escapes it)."""
+    try:
+        return to_json(record)
+    except ValueError:
+        return _COMPACT.encode(record).encode()
 
 
 def retry_after_seconds(exc: urllib.error.HTTPError) -> float | None:
