@@ -65,6 +65,7 @@ env = ServerEnv(
     API_MAX_RUNNING_RUNS_PER_TOKEN=(int, 1000),
     API_MAX_SOCKETS_PER_TOKEN=(int, 200),
     API_RATE_LIMIT_PER_MINUTE=(int, 60_000),
+    API_EVENTS_SHED_AFTER_S=(float, 2.0),
     RUNS_STALE_AFTER_S=(int, 300),
     RUNS_RETENTION_DAYS=(int, 30),
     WEBHOOKS_ALLOW_HTTP=(bool, False),
@@ -251,6 +252,10 @@ API_MAX_EVENTS_PER_BATCH = env("API_MAX_EVENTS_PER_BATCH")
 API_MAX_RUNNING_RUNS_PER_TOKEN = env("API_MAX_RUNNING_RUNS_PER_TOKEN")
 API_MAX_SOCKETS_PER_TOKEN = env("API_MAX_SOCKETS_PER_TOKEN")
 API_RATE_LIMIT_PER_MINUTE = env("API_RATE_LIMIT_PER_MINUTE")
+# An events POST is refused (503, Retry-After) while the oldest POST this process holds has
+# waited longer than this, so an overload sheds requests instead of queueing past the
+# runtimes' timeouts (runs/shedding.py; 0 never sheds).
+API_EVENTS_SHED_AFTER_S = env("API_EVENTS_SHED_AFTER_S")
 
 # Runs: a running run with no event for this many seconds shows as stale (the inspector);
 # prune_runs deletes ended runs older than this many days unless --older-than says otherwise.
@@ -305,8 +310,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"shed_requests": {"()": "runs.shedding.ShedRequestsFilter"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
+        "django.request": {"filters": ["shed_requests"]},
         "contextadmin": {"level": env("DJANGO_LOG_LEVEL")},
         "runs": {"level": env("DJANGO_LOG_LEVEL")},
         "contextadmin_sdk": {"level": env("DJANGO_LOG_LEVEL")},

@@ -39,6 +39,7 @@ from runs.batching import event_ingest_grouped
 from runs.json_input import fields_check, json_decode
 from runs.models import ApiToken
 from runs.services import lifecycle
+from runs.shedding import events_post_admitted
 from runs.state import run_state_at
 from runs.tokens import token_check_workflow
 
@@ -153,15 +154,17 @@ async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     A POST joins this process's group commit, like the ingest sockets' batches: the batches of
     many runtimes that arrive while one commit runs share the next transaction (each still all
     or nothing, with the same acknowledgement), and what it committed is broadcast from the
-    event loop before the answer.
+    event loop before the answer. While the process is behind, a POST is refused with a 503 and
+    ``Retry-After`` before any work (``runs/shedding.py``).
     """
     if request.method in ("GET", "HEAD"):
         return await _events_get_in_thread(request, run_id)
     if request.method != "POST":
         return error_response(MethodNotAllowed(str(request.method), ("GET", "HEAD", "POST")))
     try:
-        token, events = await _events_post_read_in_thread(request)
-        result = await event_ingest_grouped(run_id=run_id, events=events, token=token)
+        with events_post_admitted(request):  # a 503 at once while this process is behind
+            token, events = await _events_post_read_in_thread(request)
+            result = await event_ingest_grouped(run_id=run_id, events=events, token=token)
     except ApiError as exc:
         return error_response(exc)
     return json_response({"last_seq": result.last_seq, "flips": result.flips, "acks": result.acks})

@@ -155,6 +155,30 @@ def test_background_server_down_then_up_delivers_everything_and_logs_once(caplog
     assert sum("reachable again" in m for m in messages) == 1
 
 
+def test_background_mode_waits_out_a_servers_503_and_then_sends_what_queued_as_one_batch():
+    fake = FakeRunServer().start()
+    try:
+        reporter = background_reporter(fake.url)  # its own backoff: 0.02 s to 0.1 s
+        assert reporter.wait_started(5)
+        fake.status, fake.retry_after = 503, "1"  # a server shedding load (docs/api.md)
+        began = time.monotonic()
+        reporter.event("agent_text", agent="a", text="first")
+        while fake.events_posts < 1:
+            time.sleep(0.01)
+        for i in range(30):
+            reporter.event("agent_text", agent="a", text=str(i))
+        time.sleep(0.5)
+        refused_posts = fake.events_posts
+        fake.status = None
+        assert reporter.close(timeout=10) is True
+        assert time.monotonic() - began >= 1.0  # waited the Retry-After, not its backoff
+        assert refused_posts == 1  # its own backoff would have tried about 8 times by now
+        assert fake.events_posts == 2  # then one batch: the refused event and the 30 after it
+        assert fake.seqs(reporter.run_id) == list(range(1, 32))
+    finally:
+        fake.stop()
+
+
 def test_background_client_error_stops_reporting_without_raising(caplog):
     fake = FakeRunServer().start()
     try:

@@ -22,6 +22,8 @@ class FakeRunServer:
         self.port = port or free_port()
         self.delay = delay
         self.status: int | None = None  # answer every request with this status when set
+        self.retry_after: str | None = None  # ... with this Retry-After (a shedding server)
+        self.events_posts = 0  # events POSTs received, answered or not
         self.runs: dict[str, dict[str, Any]] = {}
         self.events: dict[str, list[dict[str, Any]]] = {}
         self.requests = 0
@@ -38,6 +40,7 @@ class FakeRunServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests += 1
+                server.events_posts += EVENTS_PATH.match(self.path) is not None
                 if server.delay:
                     time.sleep(server.delay)
                 if server.status is not None:
@@ -73,6 +76,8 @@ class FakeRunServer:
             def _answer(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                if status >= 500 and server.retry_after is not None:
+                    self.send_header("Retry-After", server.retry_after)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -75,6 +75,7 @@ ENV_NUMBER_MAX_CHARS = 100  # an integer/number literal longer than this is not 
 # The base flags CONTEXT_AWARE and MONETIZATION_ENABLED are the seed's own feature flags, not
 # server settings, so they stay readable.
 SERVER_ENV_VARS: frozenset[str] = frozenset({
+    "API_EVENTS_SHED_AFTER_S",
     "API_MAX_BODY_BYTES",
     "API_MAX_EVENTS_PER_BATCH",
     "API_MAX_RUNNING_RUNS_PER_TOKEN",
