@@ -384,7 +384,7 @@ def test_an_overloaded_token_is_told_when_to_retry_and_everything_arrives(
         run_id = reporter.start(workflow="Generator", enterprise_id="acme")
         for i in range(10):
             reporter.event("agent_text", agent="a", text=str(i))
-        assert time.perf_counter() - began < 0.1
+        assert time.perf_counter() - began < 0.5  # not the 1 s Retry-After
         assert reporter.close(timeout=30) is True
     assert reporter.transport_in_use == transport
     outages = [r.getMessage() for r in caplog.records if "unavailable" in r.getMessage()]

@@ -129,7 +129,7 @@ def test_a_slow_receiver_times_out_and_is_retried(generator, receiver) -> None:
     _run_with_flip_and_handoff()
     started = time.monotonic()
     deliveries_drain(budget_s=0.1)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 1.9  # gave up before the receiver's 2 s answer
     attempt = Attempt.objects.get()
     assert not attempt.ok and "timed out" in attempt.error
     drain_until(_all_finished)
