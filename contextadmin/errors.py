@@ -91,6 +91,13 @@ class RateLimited(ApiError):
     status = 429
 
 
+class Overloaded(ApiError):
+    """The server is behind (runs/shedding.py): retry after ``Retry-After`` seconds; nothing
+    was stored."""
+
+    status = 503
+
+
 def json_response(data: Any, *, status: int = 200) -> HttpResponse:
     """Serialize once with orjson (fast, and it refuses NaN)."""
     return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")

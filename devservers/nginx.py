@@ -58,9 +58,8 @@ def deploy_doc_config(*, port: int, upstreams: list[int], workdir: Path) -> str:
     # The upstream's server lines: the test's Daphne ports, each with the documented options.
     lines = re.search(r"(    server 127\.0\.0\.1:\d+([^;\n]*);[^\n]*\n)+", config)
     assert lines is not None, "no upstream server lines in the documented config"
-    options = re.match(r"    server 127\.0\.0\.1:\d+([^;\n]*);", lines.group(0))
-    assert options is not None
-    servers = "".join(f"    server 127.0.0.1:{p}{options.group(1)};\n" for p in upstreams)
+    options = lines.group(2)  # the documented lines share their options (max_fails=0)
+    servers = "".join(f"    server 127.0.0.1:{p}{options};\n" for p in upstreams)
     config = config[: lines.start()] + servers + config[lines.end() :]
     # Plain HTTP on a free loopback port; no certificates; no port-80 redirect server.
     config = config.replace("listen 443 ssl;", f"listen 127.0.0.1:{port};")

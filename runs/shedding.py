@@ -27,19 +27,13 @@ from itertools import count
 from django.conf import settings
 from django.http import HttpRequest
 
-from contextadmin.errors import ApiError
+from contextadmin.errors import Overloaded
 
-__all__ = ["Overloaded", "PostAdmission", "ShedRequestsFilter", "events_post_admitted"]
+__all__ = ["PostAdmission", "ShedRequestsFilter", "events_post_admitted"]
 
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_MAX_S = 30
-
-
-class Overloaded(ApiError):
-    """This process is behind: retry after ``Retry-After`` seconds (nothing was stored)."""
-
-    status = 503
 
 
 class PostAdmission:

@@ -1,5 +1,5 @@
 """One JSON error renderer for every view: the body names the field, and every header the
-error calls for is kept (a 429's Retry-After, a 401's WWW-Authenticate, a 405's Allow)."""
+error calls for is kept (a 429's or 503's Retry-After, a 401's WWW-Authenticate, a 405's Allow)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from contextadmin.errors import (
     BadRequest,
     Conflict,
     MethodNotAllowed,
+    Overloaded,
     RateLimited,
     Unauthorized,
     error_response,
@@ -23,6 +24,7 @@ from contextadmin.errors import (
         (BadRequest("events[0].type: unknown", index=0), 400, {}),
         (Conflict("events[0].seq: gap", expected_seq=3), 409, {}),
         (RateLimited("token: over its rate limit", retry_after=7), 429, {"Retry-After": "7"}),
+        (Overloaded("server busy", retry_after=4), 503, {"Retry-After": "4"}),
         (Unauthorized("Authorization: invalid"), 401,
          {"WWW-Authenticate": 'Bearer realm="contextadmin"'}),
         (MethodNotAllowed("PUT", ("GET", "HEAD")), 405, {"Allow": "GET, HEAD"}),

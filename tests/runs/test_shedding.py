@@ -8,8 +8,9 @@ import logging
 
 import pytest
 
+from contextadmin.errors import Overloaded
 from runs import shedding
-from runs.shedding import Overloaded, PostAdmission
+from runs.shedding import PostAdmission
 
 
 class Clock:
