@@ -4,12 +4,10 @@ a new version is published."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pytest
 from contextadmin_sdk.engine.conditions import NEVER_IN_PRODUCTION
-from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
@@ -175,21 +173,6 @@ def test_impact_replays_know_the_version_each_run_pinned(generator: Workflow) ->
     assert source is not None
     versions = [recorded.version for recorded, _ in source(workflow_name="Generator", limit=10)]
     assert versions == [2, 1]
-
-
-def test_the_migration_gives_older_runs_the_version_whose_export_they_pinned(
-    generator: Workflow,
-) -> None:
-    first = run_start(workflow_name="Generator", enterprise_id="acme").run
-    publish(max_items=30)
-    second = run_start(workflow_name="Generator", enterprise_id="acme").run
-    publish(max_items=25)  # version 3: the same export as version 1 (a revert)
-    Run.objects.update(workflow_version=None)
-    migration = importlib.import_module("runs.migrations.0002_run_workflow_version")
-    migration.versions_backfill(apps, None)
-    first.refresh_from_db()
-    second.refresh_from_db()
-    assert (first.workflow_version, second.workflow_version) == (1, 2)
 
 
 # -- a deployment pipeline's poll (docs/deploy.md) ---------------------------------------------

@@ -9,8 +9,8 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('contextadmin', '0003_versions'),
-        ('runs', '0003_run_paused_runtime'),
+        ('contextadmin', '0001_squashed_0004_output_mappings'),
+        ('runs', '0001_squashed_0005_run_list_indexes'),
     ]
 
     operations = [
