@@ -176,11 +176,21 @@ class Trigger(models.Model):
         return f"{self.type} #{self.position + 1}"
 
 
-class Handoff(models.Model):
+class WorkflowPart(models.Model):
+    """A row of one of a workflow's ordered lists (hand-offs, output mappings): the page, the
+    export and every query list them by ``position``, then in the order they were added."""
+
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+        ordering = ["workflow", "position", "id"]
+
+
+class Handoff(WorkflowPart):
     """A conditional hand-off from one agent to another."""
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="handoffs")
-    position = models.PositiveIntegerField(default=0)
     source_agent = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS)
     target_agent = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS)
     condition = models.CharField(
@@ -188,19 +198,17 @@ class Handoff(models.Model):
     )
     description = models.TextField(blank=True)
 
-    class Meta:
-        ordering = ["workflow", "position", "id"]
+    class Meta(WorkflowPart.Meta):
         verbose_name = "hand-off"
 
     def __str__(self) -> str:
         return f"{self.source_agent} → {self.target_agent}"
 
 
-class OutputMapping(models.Model):
+class OutputMapping(WorkflowPart):
     """Seed 004's output mapping: when ``tool`` responds, ``data[field]`` is written to ``to``."""
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="outputs")
-    position = models.PositiveIntegerField(default=0)
     tool = models.CharField(max_length=fmt.IDENTIFIER_MAX_CHARS)
     field = models.CharField(
         max_length=fmt.IDENTIFIER_MAX_CHARS, help_text="The key of the tool's response data."
@@ -210,8 +218,7 @@ class OutputMapping(models.Model):
         help_text="agent.key[.key...] or world.key[.key...]: the path of the run's state.",
     )
 
-    class Meta:
-        ordering = ["workflow", "position", "id"]
+    class Meta(WorkflowPart.Meta):
         verbose_name = "output mapping"
 
     def __str__(self) -> str:
@@ -224,6 +231,14 @@ class VersionAction(models.TextChoices):
     IMPORT = "import", "imported"
     REVERT = "revert", "reverted"
     UPGRADE = "upgrade", "recorded at upgrade"
+
+
+def _user_field() -> models.ForeignKey:
+    """Who acted on a version: a user who may be deleted later, so the ``*_name`` field beside
+    it keeps the name."""
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
 
 class WorkflowVersion(models.Model):
@@ -245,13 +260,7 @@ class WorkflowVersion(models.Model):
         related_name="workflow_version",
     )
     action = models.CharField(max_length=16, choices=VersionAction.choices)
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    author = _user_field()
     # Kept when the user is deleted; "command line" for imports without a user.
     author_name = models.CharField(max_length=150, blank=True)
     created = models.DateTimeField(default=timezone.now, db_index=True)
@@ -260,13 +269,7 @@ class WorkflowVersion(models.Model):
     export = models.TextField(help_text="The canonical context_variables.json of this version.")
     export_production = models.TextField(help_text="The same for environment=production.")
     digest = models.CharField(max_length=64, help_text="SHA-256 of the export.")
-    approved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    approved_by = _user_field()
     approved_by_name = models.CharField(max_length=150, blank=True)
     approved_at = models.DateTimeField(null=True, blank=True)
     approval_comment = models.TextField(blank=True)
