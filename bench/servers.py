@@ -76,15 +76,16 @@ def daphnes(
     redis_url: str | None = None,
     redis_layer: str = "pubsub",
     application: str = "contextadmin.asgi:application",
+    settings: dict[str, str] | None = None,
 ) -> Iterator[list[Daphne]]:
     """Start ``count`` Daphne processes on the site's database (and Redis layer, if given:
     ``redis_layer`` is settings.REDIS_CHANNEL_LAYER, "pubsub" or "lists"; ``application``:
-    another ASGI application, e.g. bench/ungrouped_asgi.py)."""
+    another ASGI application, e.g. bench/ungrouped_asgi.py; ``settings``: more environment)."""
     servers: list[Daphne] = []
     try:
         for index in range(count):
             log = site.workdir / f"daphne-{'redis' if redis_url else 'memory'}-{index}.log"
-            env = site.env(redis_url=redis_url, redis_layer=redis_layer)
+            env = {**site.env(redis_url=redis_url, redis_layer=redis_layer), **(settings or {})}
             daphne = Daphne(env=env, log_path=log, application=application)
             servers.append(daphne.start())
         yield servers

@@ -1,5 +1,6 @@
-"""ASGI entry point: every HTTP request through Django, websockets through Channels
-(runs/routing.py). Project wiring: it assembles the definitions app and the runs app.
+"""ASGI entry point: HTTP through Django but for the events POST, which has an ASGI path of
+its own, and websockets through Channels (both routed by runs/routing.py). Project wiring: it
+assembles the definitions app and the runs app.
 
 Start-up, in order: Django's set-up, the application, then ``gc_freeze_loaded``.
 """
@@ -16,12 +17,12 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs the app re
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
-from runs.routing import websocket_application  # noqa: E402
+from runs.routing import http_application, websocket_application  # noqa: E402
 
 # Daphne serves no static files: the inspector's CSS/JS (and the admin's) come through Django.
 application = ProtocolTypeRouter(
     {
-        "http": ASGIStaticFilesHandler(django_asgi_app),
+        "http": ASGIStaticFilesHandler(http_application(django_asgi_app)),
         "websocket": websocket_application,
     }
 )

@@ -124,26 +124,31 @@ def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]
 
 def events_post_read(request: HttpRequest) -> tuple[ApiToken | None, Any]:
     """Authenticate and decode one batch, in the request's thread (``run_events`` ingests it)."""
-    caller = authenticate(
-        authorization=request.headers.get("Authorization"),
-        user=getattr(request, "user", None),
-        session_allowed=False,
-    )
-    body = read_json_body(request)
-    fields_check(body, allowed={"events"})
-    if "events" not in body:
-        raise BadRequest("events: field required")
-    # Give this thread's connection back (to the pool, on PostgreSQL) before the request waits
-    # for the group commit, which uses its own: a waiting request otherwise holds one of the
-    # pool's few connections, and a few dozen waiting POSTs starve the pool (B11.prod).
-    if not connection.in_atomic_block:
-        connection.close()
+    try:
+        caller = authenticate(
+            authorization=request.headers.get("Authorization"),
+            user=getattr(request, "user", None),
+            session_allowed=False,
+        )
+        body = read_json_body(request)
+        fields_check(body, allowed={"events"})
+        if "events" not in body:
+            raise BadRequest("events: field required")
+    finally:
+        # Give this thread's connection back (to the pool, on PostgreSQL) before the request
+        # waits for the group commit, which uses its own: a waiting request otherwise holds one
+        # of the pool's few connections, and a few dozen waiting POSTs starve the pool
+        # (B11.prod). The thread may be the one shared by every POST (runs/events_asgi.py).
+        if not connection.in_atomic_block:
+            connection.close()
     return caller.token, body["events"]
 
 
-# Thread-sensitive, as Django runs sync views: the request's own worker thread (and its
-# database connection, closed at the request's end as for any view).
+# Thread-sensitive, as Django runs sync views: under Django's handler the request's own worker
+# thread; on the events POST's own ASGI path (runs/events_asgi.py) asgiref's one shared thread.
 _events_post_read_in_thread = sync_to_async(events_post_read)
+
+EVENTS_ROUTE = "api/runs/<str:run_id>/events/"  # Django's URLconf and runs/events_asgi.py
 
 
 @csrf_exempt
@@ -155,7 +160,8 @@ async def run_events(request: HttpRequest, run_id: str) -> HttpResponse:
     many runtimes that arrive while one commit runs share the next transaction (each still all
     or nothing, with the same acknowledgement), and what it committed is broadcast from the
     event loop before the answer. While the process is behind, a POST is refused with a 503 and
-    ``Retry-After`` before any work (``runs/shedding.py``).
+    ``Retry-After`` before any work (``runs/shedding.py``). Under Daphne a POST reaches this view
+    through its own ASGI path, not Django's handler (``runs/events_asgi.py``).
     """
     if request.method in ("GET", "HEAD"):
         return await _events_get_in_thread(request, run_id)

@@ -1,5 +1,6 @@
-"""Websocket routes: ingest (token auth, no Origin needed) and inspectors (staff, same origin).
-Every HTTP request goes to Django (contextadmin/asgi.py).
+"""What runs serves over ASGI. Websocket routes: ingest (token auth, no Origin needed) and
+inspectors (staff, same origin). HTTP: the events POST on its own path (runs/events_asgi.py),
+every other request to Django (``http_application``, given Django's by contextadmin/asgi.py).
 
 A run id in a path must follow the run-id rule (``contextadmin_sdk.engine.format.RUN_ID_REGEX``, the
 ``run_id`` converter), so no consumer ever sees one that could not be stored or made into a
@@ -10,6 +11,7 @@ by ``RefusedSocket`` and logged at INFO.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from importlib import import_module
 from typing import Any
 
@@ -22,9 +24,13 @@ from django.conf import settings
 from django.http.cookie import parse_cookie
 from django.urls import path, re_path, register_converter
 
+from runs import api
 from runs.consumers import IngestConsumer, RefusedSocket, RunConsumer, RunListConsumer
+from runs.events_asgi import EventsPost
 
 logger = logging.getLogger(__name__)
+
+ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
 class RunIdConverter:
@@ -75,3 +81,25 @@ websocket_application = URLRouter(
         re_path(r"", RefusedSocket.as_asgi()),  # last: every other path, refused cleanly
     ]
 )
+
+
+class _PostOnly:
+    """``POST`` to ``post``; any other method to ``other`` (Django: GET, HEAD, and the 405s)."""
+
+    def __init__(self, *, post: ASGIApp, other: ASGIApp) -> None:
+        self.post = post
+        self.other = other
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        app = self.post if scope.get("method") == "POST" else self.other
+        await app(scope, receive, send)
+
+
+def http_application(django_app: ASGIApp) -> ASGIApp:
+    """The site's HTTP: the events POST on its own ASGI path, every other request to Django."""
+    return URLRouter(  # type: ignore[no-any-return]
+        [
+            path(api.EVENTS_ROUTE, _PostOnly(post=EventsPost(), other=django_app)),
+            re_path(r"", django_app),
+        ]
+    )

@@ -4,7 +4,7 @@ from runs import api, views
 
 urlpatterns = [
     path("api/runs/", api.run_start, name="api-run-start"),
-    path("api/runs/<str:run_id>/events/", api.run_events, name="api-run-events"),
+    path(api.EVENTS_ROUTE, api.run_events, name="api-run-events"),
     path("api/runs/<str:run_id>/state/", api.run_state, name="api-run-state"),
     path(
         "api/workflows/<str:name>/context_variables.json",

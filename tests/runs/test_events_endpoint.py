@@ -117,7 +117,10 @@ async def test_answers_with_the_middleware_s_headers(name, body, who, content_ty
     if exists:
         await sync_to_async(_run)(run_id)
     response = await call(
-        application, f"/api/runs/{run_id}/events/", body, secret=secrets[who],
+        application,
+        f"/api/runs/{run_id}/events/",
+        body,
+        secret=secrets[who],
         content_type=content_type,
     )
     stored = await sync_to_async(lambda: sorted(RunEvent.objects.values_list("seq", flat=True)))()
@@ -400,3 +403,120 @@ async def test_a_post_gives_its_connection_back_before_waiting_for_the_commit(mo
     monkeypatch.setattr(api, "_events_post_read_in_thread", sync_to_async(read))
     response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
     assert response["status"] == 200 and seen == [True]
+
+
+# -- the events POST's own ASGI path (runs/events_asgi.py) against Django's handler --------------
+def _comparable(response: dict[str, Any], run_id: str) -> tuple[int, Any, dict[str, str]]:
+    headers = _headers(response)
+    assert headers.pop("content-length") == str(len(response["body"]))  # differs with the id
+    body = json.loads(response["body"].decode().replace(run_id, "<run>"))
+    if isinstance(body, dict) and "acks" in body:
+        body["acks"] = len(body["acks"])
+    return response["status"], body, headers
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "who", "content_type", "exists", "status"), CASES, ids=[c[0] for c in CASES]
+)
+async def test_the_events_path_answers_as_django_s_handler(
+    name, body, who, content_type, exists, status
+):
+    from contextadmin.asgi import django_asgi_app
+
+    secret = await sync_to_async(_setup)()
+    secrets = {"good": secret, "bad": "ca_0000aaaa_" + "x" * 40, "none": None}
+    secrets["scoped"] = await sync_to_async(_scoped_token)()
+    answers = []
+    for app, run_id in ((django_asgi_app, "run-django"), (application, "run-asgi")):
+        if exists:
+            await sync_to_async(_run)(run_id)
+        path = f"/api/runs/{run_id if exists else 'nope'}/events/"
+        response = await call(app, path, body, secret=secrets[who], content_type=content_type)
+        answers.append(_comparable(response, run_id))
+    assert answers[0] == answers[1]
+    assert answers[1][0] == status
+
+
+async def test_the_edge_middleware_are_the_settings_but_the_skipped(settings):
+    from runs.events_asgi import EDGE_MIDDLEWARE, SKIPPED
+
+    assert [name for name in settings.MIDDLEWARE if name not in SKIPPED] == list(EDGE_MIDDLEWARE)
+    assert set(SKIPPED) <= set(settings.MIDDLEWARE)
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "extra", "status"),
+    [
+        ("a NUL in the run id", "/api/runs/a%00b/events/", [], 400),
+        ("a host not allowed", "/api/runs/run-1/events/", [(b"host", b"evil.example")], 400),
+    ],
+)
+async def test_the_edge_middleware_refuse_on_the_events_path(name, path, extra, status):
+    from contextadmin.asgi import django_asgi_app
+
+    secret = await sync_to_async(_setup)()
+    await sync_to_async(_run)("run-1")
+    statuses = []
+    for app in (django_asgi_app, application):
+        headers = [
+            (b"content-type", JSON.encode()),
+            (b"authorization", f"Bearer {secret}".encode()),
+        ]
+        headers += extra or [(b"host", b"testserver")]
+        scope_path = path.replace("%00", "\x00")
+        communicator = HttpCommunicator(app, "POST", scope_path, body=batch(1), headers=headers)
+        statuses.append((await communicator.get_response(timeout=10))["status"])
+    assert statuses == [status, status]
+    assert await sync_to_async(RunEvent.objects.count)() == 0
+
+
+async def test_an_unexpected_error_is_logged_and_answered_with_json_500(monkeypatch, caplog):
+    from runs import api
+
+    secret = await sync_to_async(_setup)()
+    await sync_to_async(_run)("run-1")
+
+    async def broken(**kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(api, "event_ingest_grouped", broken)
+    with caplog.at_level("ERROR", logger="django.request"):
+        response = await call(application, "/api/runs/run-1/events/", batch(1), secret=secret)
+    assert response["status"] == 500
+    assert json.loads(response["body"]) == {"error": api.SERVER_ERROR}
+    assert any(r.exc_info and "disk on fire" in str(r.exc_info[1]) for r in caplog.records)
+
+
+async def test_concurrent_posts_share_one_thread_instead_of_one_each(monkeypatch):
+    """Django's handler runs each request in a thread of its own; under a thousand runtimes
+    those threads contend for the GIL. The events path authenticates in one shared thread."""
+    import threading
+
+    from contextadmin.asgi import django_asgi_app
+    from runs import api
+
+    secret = await sync_to_async(_setup)()
+    threads: set[int] = set()
+    authenticate = api.authenticate
+
+    def recorded(**kwargs: Any) -> Any:
+        threads.add(threading.get_ident())
+        return authenticate(**kwargs)
+
+    monkeypatch.setattr(api, "authenticate", recorded)
+    seen = {}
+    for app, prefix in ((django_asgi_app, "d"), (application, "a")):
+        threads.clear()
+        run_ids = [f"{prefix}-{i}" for i in range(20)]
+        for run_id in run_ids:
+            await sync_to_async(_run)(run_id)
+        answers = await asyncio.gather(
+            *(
+                call(app, f"/api/runs/{run_id}/events/", batch(1), secret=secret)
+                for run_id in run_ids
+            )
+        )
+        assert [a["status"] for a in answers] == [200] * 20
+        seen[prefix] = len(threads)
+    assert seen["d"] > 1  # the baseline: Django's thread per request
+    assert seen["a"] == 1

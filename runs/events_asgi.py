@@ -1,0 +1,130 @@
+"""``POST /api/runs/<run_id>/events/`` on an ASGI path of its own: the request every runtime
+makes about once a second, served on the event loop.
+
+Django's ASGI handler gives each request a thread of its own (a ``ThreadSensitiveContext`` per
+request, for the sync middleware and the view's sync steps). A thousand runtimes posting at once
+are a thousand threads taking turns at the GIL: one Daphne committed about a tenth of what the
+same work commits on the loop (B11.post, docs/benchmarks.md). So this path builds Django's own
+``ASGIRequest`` and calls the same view, ``runs.api.run_events``, with:
+
+- the request-pure middleware of ``settings.MIDDLEWARE`` run through their documented hooks
+  (``EDGE_MIDDLEWARE``: the SSL redirect and security headers, the NUL refusal, the ``Host``
+  check and ``Content-Length``, X-Frame-Options);
+  the rest (sessions, CSRF, users, messages) has nothing to do for a token-authenticated POST;
+- the body read up to ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (+1 byte, so the view answers 413);
+- the view's one sync step (authentication and decoding) in asgiref's one shared thread, not a
+  thread per request; an unexpected error logged by ``django.request`` and answered by
+  ``handler500``, as Django's handler would.
+
+Everything else, including ``GET`` of the same path, goes to Django (``runs.routing``).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpResponse
+from django.utils.module_loading import import_string
+
+from contextadmin.errors import BadRequest, error_response
+from runs import api
+
+EDGE_MIDDLEWARE = (  # settings.MIDDLEWARE's, in its order, but for SKIPPED (a test checks)
+    "django.middleware.security.SecurityMiddleware",
+    "contextadmin.middleware.RejectNulMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+)
+SKIPPED = (  # nothing to do for a token-authenticated, CSRF-exempt POST; or Django's handler's
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "contextadmin.middleware.SyncChainMiddleware",
+)
+
+request_logger = logging.getLogger("django.request")
+host_logger = logging.getLogger("django.security.DisallowedHost")
+
+
+def _unused(request: Any) -> HttpResponse:  # the middleware's get_response: never called here
+    raise AssertionError("EDGE_MIDDLEWARE run through their hooks only")
+
+
+def _edge_middleware() -> list[Any]:
+    return [import_string(name)(_unused) for name in EDGE_MIDDLEWARE]
+
+
+class EventsPost:
+    """The ASGI application of ``POST /api/runs/<run_id>/events/`` (routed by URLRouter)."""
+
+    def __init__(self) -> None:
+        self.middleware = _edge_middleware()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = await _body_read(receive, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+        if body is None:  # the client went away before its body arrived
+            return
+        request = ASGIRequest(scope, io.BytesIO(body))
+        try:
+            response = await self._answer(request, run_id=scope["url_route"]["kwargs"]["run_id"])
+        except Exception:  # as Django's handler: logged with its traceback, answered with JSON
+            request_logger.error("Internal Server Error: %s", request.path, exc_info=True)
+            response = api.server_error(request)
+        await _response_send(send, response)
+
+    async def _answer(self, request: ASGIRequest, *, run_id: str) -> HttpResponse:
+        ran: list[Any] = []
+        try:
+            for middleware in self.middleware:
+                ran.append(middleware)
+                early = _hook(middleware, "process_request", request)
+                if early is not None:  # as Django: only the middleware that ran see it
+                    return _finished(request, early, ran=ran)
+        except DisallowedHost as exc:  # CommonMiddleware's Host check (Django answers 400 too)
+            host_logger.warning("%s", exc)
+            return _finished(request, error_response(BadRequest("Host: not allowed")), ran=[])
+        response = await api.run_events(request, run_id)
+        return _finished(request, response, ran=ran)
+
+
+def _hook(middleware: Any, name: str, *args: Any) -> Any:
+    hook = getattr(middleware, name, None)
+    return hook(*args) if hook is not None else None
+
+
+def _finished(request: ASGIRequest, response: HttpResponse, *, ran: list[Any]) -> HttpResponse:
+    for middleware in reversed(ran):
+        response = _hook(middleware, "process_response", request, response) or response
+    return response
+
+
+async def _body_read(receive: Any, *, limit: int) -> bytes | None:
+    """The request's body, at most ``limit`` bytes of it (the rest is read and dropped)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        if size < limit:
+            chunks.append(chunk[: limit - size])
+            size += len(chunks[-1])
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _response_send(send: Any, response: HttpResponse) -> None:
+    headers = [
+        (name.encode("latin-1"), str(value).encode("latin-1")) for name, value in response.items()
+    ]
+    for cookie in response.cookies.values():
+        headers.append((b"set-cookie", cookie.output(header="").strip().encode("latin-1")))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": response.content})
