@@ -101,9 +101,11 @@ METHOD = """\
   runtimes in worker processes, with the Daphne's CPU per event. B11.prod: Debian's nginx with
   docs/deploy.md's config (`devservers/nginx.py`) in front of 2 Daphnes, Redis (pubsub),
   PostgreSQL (`fsync` off), 2,000 runs, the CPU of each process tree. B11.post: 1,000
-  runtimes each POST one-event batches back to back for 20 s, with the group commit and
-  without it (`bench/ungrouped_asgi.py`: the same application with rounds capped at one
-  request, each POST its own transaction).
+  runtimes each POST one-event batches back to back for 20 s, load shedding off (a closed
+  loop would turn the wait into 503s), with the group commit and without it
+  (`bench/ungrouped_asgi.py`: the same application with rounds capped at one request, each
+  POST its own transaction), and through Django's request handler as before the POST had its
+  own ASGI path (`bench/django_handler_asgi.py`).
 - The two cores may be shared with other work: a full run waits before each figure (up to
   180 s) until the CPUs are idle, and every line ends with the 1-minute load average, how busy
   the CPUs were just before the figure and how much of them other work (processes that are

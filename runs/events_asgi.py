@@ -29,6 +29,7 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse
+from django.utils.log import log_response
 from django.utils.module_loading import import_string
 
 from contextadmin.errors import BadRequest, error_response
@@ -76,6 +77,15 @@ class EventsPost:
         except Exception:  # as Django's handler: logged with its traceback, answered with JSON
             request_logger.error("Internal Server Error: %s", request.path, exc_info=True)
             response = api.server_error(request)
+        else:
+            if response.status_code >= 400:  # as Django's handler (its filters apply)
+                log_response(
+                    "%s: %s",
+                    response.reason_phrase,
+                    request.path,
+                    response=response,
+                    request=request,
+                )
         await _response_send(send, response)
 
     async def _answer(self, request: ASGIRequest, *, run_id: str) -> HttpResponse:

@@ -520,3 +520,20 @@ async def test_concurrent_posts_share_one_thread_instead_of_one_each(monkeypatch
         seen[prefix] = len(threads)
     assert seen["d"] > 1  # the baseline: Django's thread per request
     assert seen["a"] == 1
+
+
+async def test_a_refused_post_is_logged_as_django_s_handler_logs_it(caplog):
+    from contextadmin.asgi import django_asgi_app
+
+    await sync_to_async(_setup)()
+    await sync_to_async(_run)("run-1")
+    lines = []
+    for app in (django_asgi_app, application):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="django.request"):
+            response = await call(app, "/api/runs/run-1/events/", batch(1), secret=None)
+        assert response["status"] == 401
+        lines.append(
+            [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "django.request"]
+        )
+    assert lines[0] == lines[1] == [("WARNING", "Unauthorized: /api/runs/run-1/events/")]
