@@ -216,7 +216,7 @@ def inputs_from(figures: dict, *, http_per_core: float, ws_per_core: float) -> I
 
 # Daphne's per-core rates: from docs/benchmarks.md (B11.http/B11.post over HTTP, B11 over
 # the socket); pass the newest with the options below.
-HTTP_PER_CORE = 250.0
+HTTP_PER_CORE = 840.0
 WS_PER_CORE = 970.0
 
 
