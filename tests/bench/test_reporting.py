@@ -43,4 +43,5 @@ def test_quick_reporting_figures_deliver_every_event_once_and_report_cpu() -> No
     assert all(name in lines["B11.prod"] for name in ("PostgreSQL", "Redis", "nginx",
                                                       "Daphne 1", "Daphne 2")), lines["B11.prod"]
     post = lines["B11.post"]
-    assert post.count("errors 0") == 2 and re.search(r"ratio [\d.]+x events/s", post), post
+    assert post.count("errors 0") == 3, post  # with, without the group commit, Django's handler
+    assert re.search(r"ratio [\d.]+x events/s; own path vs Django's handler [\d.]+x", post), post

@@ -1,5 +1,6 @@
-"""``POST /api/runs/<run_id>/events/`` under ASGI, through Django's handler and middleware: an
-async view with one hop into the request's thread, its broadcasts sent from the event loop."""
+"""``POST /api/runs/<run_id>/events/`` under ASGI: on its own path (runs/events_asgi.py, the
+request-pure middleware and the same async view, authentication in one shared thread), its
+broadcasts sent from the event loop; and the same answers as through Django's handler."""
 
 from __future__ import annotations
 
