@@ -156,6 +156,27 @@ def test_background_server_down_then_up_delivers_everything_and_logs_once(caplog
     assert sum("reachable again" in m for m in messages) == 1
 
 
+def test_an_outage_met_by_many_runs_of_a_process_is_logged_once_and_its_end_once(caplog):
+    """A fleet's process reports many runs: one line when the server goes, one when it is back
+    (with how many runs waited), not two per run."""
+    fake = FakeRunServer()  # not started: the port refuses connections
+    reporters = [background_reporter(fake.url) for _ in range(20)]
+    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        for reporter in reporters:
+            reporter.event("agent_text", agent="a", text="hello")
+        assert all(r.flush(timeout=0.3) is False for r in reporters)
+        fake.start()
+        try:
+            assert all(r.close(timeout=10) is True for r in reporters)
+            assert all(fake.seqs(r.run_id) == [1] for r in reporters)
+        finally:
+            fake.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("server unavailable" in m for m in messages) == 1, messages
+    back = [m for m in messages if "reachable again" in m]
+    assert len(back) == 1 and "20 runs of this process waited" in back[0], messages
+
+
 def test_background_mode_waits_out_a_servers_503_and_then_sends_what_queued_as_one_batch():
     fake = FakeRunServer().start()
     try:

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from contextadmin_sdk.client.outages import OUTAGES
 from contextadmin_sdk.client.refusals import start_refused_message
 from contextadmin_sdk.client.socket_transport import (
     SocketConnection,
@@ -74,7 +75,7 @@ class BackgroundSender:
             self.queue.append((event["seq"], encode_record(event)))
             if event.get("type") == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
                 self.ended = True
-        self.outage_logged = False
+        self.waiting = False  # the server was unavailable to this run's last request
         self.started = start_body is None  # the run exists on the server (resumed: it does)
         self.start_answered = threading.Event()  # set once the server answered the start
         if self.started:
@@ -223,6 +224,7 @@ class BackgroundSender:
         try:
             self._send_loop()
         finally:  # the connections are the sender thread's: closed by it, once it stops
+            OUTAGES.left(server=self.reporter.base_url, run_id=str(self.run_id))
             self.http.close()
             if self.socket is not None:
                 self.socket.close()
@@ -260,23 +262,17 @@ class BackgroundSender:
                         return
                     continue
                 retry_after = exc.retry_after
-                if not self.outage_logged:
-                    self.outage_logged = True
-                    logger.warning(
-                        "run %s: server unavailable (%s); retrying in the background, "
-                        "the chat goes on",
-                        self.run_id,
-                        exc,
-                    )
+                self.waiting = True  # for the server: logged once per process (outages.py)
+                OUTAGES.met(server=reporter.base_url, run_id=str(self.run_id), error=exc)
                 self._back_off(delay if retry_after is None else retry_after)
                 delay = min(delay * 2, reporter.max_backoff)
                 continue
             except Exception as exc:  # never let the sender die silently
                 self._give_up(f"unexpected {type(exc).__name__}: {exc}")
                 return
-            if self.outage_logged:
-                self.outage_logged = False
-                logger.warning("run %s: server reachable again; reporting resumed", self.run_id)
+            if self.waiting:
+                self.waiting = False
+                OUTAGES.passed(server=reporter.base_url, run_id=str(self.run_id))
             delay = reporter.backoff
 
     def _events_send(self, data: bytes) -> dict[str, Any]:
