@@ -156,15 +156,9 @@ def test_background_server_down_then_up_delivers_everything_and_logs_once(caplog
     assert sum("reachable again" in m for m in messages) == 1
 
 
-def test_an_outage_met_by_many_runs_of_a_process_is_logged_once_and_its_end_once(
-    caplog, monkeypatch
-):
+def test_an_outage_met_by_many_runs_of_a_process_is_logged_once_and_its_end_once(caplog):
     """A fleet's process reports many runs: one line when the server goes, one when it is back
     (with how many runs waited), not two per run."""
-    from contextadmin_sdk.client import background, outages
-
-    # This test's runs only: other tests' reporters in this process may wait on a reused port.
-    monkeypatch.setattr(background, "OUTAGES", outages.Outages())
     fake = FakeRunServer()  # not started: the port refuses connections
     reporters = [background_reporter(fake.url) for _ in range(20)]
     with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
