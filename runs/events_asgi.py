@@ -3,8 +3,8 @@ makes about once a second, served on the event loop.
 
 Django's ASGI handler gives each request a thread of its own (a ``ThreadSensitiveContext`` per
 request, for the sync middleware and the view's sync steps). A thousand runtimes posting at once
-are a thousand threads taking turns at the GIL: one Daphne committed about a tenth of what the
-same work commits on the loop (B11.post, docs/benchmarks.md). So this path builds Django's own
+are a thousand threads taking turns at the GIL, and each POST pays a thread's start and join
+(B11.post in docs/benchmarks.md measures the difference). So this path builds Django's own
 ``ASGIRequest`` and calls the same view, ``runs.api.run_events``, with:
 
 - the request-pure middleware of ``settings.MIDDLEWARE`` run through their documented hooks
