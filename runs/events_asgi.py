@@ -13,8 +13,10 @@ are a thousand threads taking turns at the GIL, and each POST pays a thread's st
   the rest (sessions, CSRF, users, messages) has nothing to do for a token-authenticated POST;
 - the body read up to ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (+1 byte, so the view answers 413);
 - the view's one sync step (authentication and decoding) in asgiref's one shared thread, not a
-  thread per request; an unexpected error logged by ``django.request`` and answered by
-  ``handler500``, as Django's handler would.
+  thread per request;
+- an exception turned into its answer by Django's own ``response_for_exception`` (a 400 for a
+  disallowed ``Host``, handler500's logged 500), and 4xx/5xx answers logged by
+  ``django.request``, as Django's handler does.
 
 Everything else, including ``GET`` of the same path, goes to Django (``runs.routing``).
 """
@@ -22,17 +24,16 @@ Everything else, including ``GET`` of the same path, goes to Django (``runs.rout
 from __future__ import annotations
 
 import io
-import logging
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.exception import response_for_exception
 from django.http import HttpResponse
 from django.utils.log import log_response
 from django.utils.module_loading import import_string
 
-from contextadmin.errors import BadRequest, error_response
 from runs import api
 
 EDGE_MIDDLEWARE = (  # settings.MIDDLEWARE's, in its order, but for SKIPPED (a test checks)
@@ -49,8 +50,8 @@ SKIPPED = (  # nothing to do for a token-authenticated, CSRF-exempt POST; or Dja
     "contextadmin.middleware.SyncChainMiddleware",
 )
 
-request_logger = logging.getLogger("django.request")
-host_logger = logging.getLogger("django.security.DisallowedHost")
+# As convert_exception_to_response calls it from an async handler (exc_info travels along).
+_response_for_exception = sync_to_async(response_for_exception, thread_sensitive=False)
 
 
 def _unused(request: Any) -> HttpResponse:  # the middleware's get_response: never called here
@@ -72,34 +73,25 @@ class EventsPost:
         if body is None:  # the client went away before its body arrived
             return
         request = ASGIRequest(scope, io.BytesIO(body))
-        try:
-            response = await self._answer(request, run_id=scope["url_route"]["kwargs"]["run_id"])
-        except Exception:  # as Django's handler: logged with its traceback, answered with JSON
-            request_logger.error("Internal Server Error: %s", request.path, exc_info=True)
-            response = api.server_error(request)
-        else:
-            if response.status_code >= 400:  # as Django's handler (its filters apply)
-                log_response(
-                    "%s: %s",
-                    response.reason_phrase,
-                    request.path,
-                    response=response,
-                    request=request,
-                )
+        response = await self._answer(request, run_id=scope["url_route"]["kwargs"]["run_id"])
+        if response.status_code >= 400:  # as Django's handler (once: log_response marks it)
+            log_response(
+                "%s: %s", response.reason_phrase, request.path, response=response, request=request
+            )
         await _response_send(send, response)
 
     async def _answer(self, request: ASGIRequest, *, run_id: str) -> HttpResponse:
-        ran: list[Any] = []
+        ran: list[Any] = []  # the middleware whose process_response the answer goes through
         try:
             for middleware in self.middleware:
-                ran.append(middleware)
                 early = _hook(middleware, "process_request", request)
+                ran.append(middleware)
                 if early is not None:  # as Django: only the middleware that ran see it
                     return _finished(request, early, ran=ran)
-        except DisallowedHost as exc:  # CommonMiddleware's Host check (Django answers 400 too)
-            host_logger.warning("%s", exc)
-            return _finished(request, error_response(BadRequest("Host: not allowed")), ran=[])
-        response = await api.run_events(request, run_id)
+            response = await api.run_events(request, run_id)
+        except Exception as exc:  # Django's own conversion, as its handler does: a 400 for a
+            # disallowed Host, 403, 404, or handler500's JSON 500 logged with its traceback
+            response = await _response_for_exception(request, exc)
         return _finished(request, response, ran=ran)
 
 
