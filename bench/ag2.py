@@ -31,6 +31,7 @@ from bench.stats import percentile
 SLOW_S = 0.2  # the slow server's answer time per request
 WORKFLOW = "B9Chat"
 SCENARIOS = ("without", "up", "down", "slow")
+FLOOR = "floor"  # AG2 1.x only (bench/ag2x.py): this machine's baseline for the hooks' cost
 
 
 def chat_config(turns: int) -> dict[str, Any]:
@@ -204,7 +205,7 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
         "slow": slow_url,
     }
     scenarios = {name: Scenario(name) for name in SCENARIOS}
-    scenarios_x = {name: Scenario(name) for name in SCENARIOS}
+    scenarios_x = {name: Scenario(name) for name in (*SCENARIOS, FLOOR)}
     client_log = logging.getLogger("contextadmin_sdk.client")
     level = client_log.level
     client_log.setLevel(logging.CRITICAL)  # the down and slow cases log their outage by design
@@ -219,6 +220,7 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
                     ag2x.run_once(
                         scenarios_x[name], turns, config, urls[name], site.token, Path(spool)
                     )
+                ag2x.run_once(scenarios_x[FLOOR], turns, config, None, site.token, Path(spool))
     finally:
         client_log.setLevel(level)
         slow.terminate()

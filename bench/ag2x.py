@@ -10,6 +10,11 @@ adapter's cost is the time spent in the session's observation hooks per envelope
 became a run event (the agent middleware's ``turn_ended`` / ``tool_ended``, the hub listener's
 ``envelope_posted``: mapping, the RunState fold, posting a flip into ``context_vars``, the
 spool line and the enqueue); the sending happens on the reporter's thread.
+
+The ``floor`` scenario is this machine's baseline for that figure: the same hooks, in the same
+places of the same workflow, do only what reporting one event can never skip (encode it and
+write its spool line, one ``write(2)``). Code that runs once per AG2 turn starts with cold
+caches, so the floor says what a hook costs here before it folds anything.
 """
 
 from __future__ import annotations
@@ -65,6 +70,22 @@ def _closed_listener() -> Any:
     return Closed()
 
 
+def _floor(session: Any, name: str, spent_ns: list[int], scratch: Any) -> None:
+    """Replace one observation hook of ``session`` with the floor: one event's spool line."""
+    from contextadmin_sdk.client.transport import encode_record
+
+    clock = time.perf_counter_ns
+    seqs = iter(range(1, 1 << 30))
+
+    async def floor(*args: Any) -> None:
+        began = clock()
+        event = {"type": "agent_text", "agent": "Asker", "text": "Question?", "seq": next(seqs)}
+        scratch.write(b'{"event":' + encode_record(event) + b"}\n")
+        spent_ns.append(clock() - began)
+
+    setattr(session, name, floor)
+
+
 def _timed(
     session: Any, name: str, reported: list[int], ignored: list[int], cpu: list[int]
 ) -> None:
@@ -99,7 +120,7 @@ async def _run(
 
     hub, user, agents, graph = await _workflow(turns)
     try:
-        if url is None:
+        if scenario.name == "without":
             closed = _closed_listener()
             hub.register_listener(closed)
             began = time.perf_counter()
@@ -112,6 +133,7 @@ async def _run(
             await asyncio.wait_for(closed.done.wait(), 600)
             scenario.chat_s.append(time.perf_counter() - began)
             return
+        floor = scenario.name == "floor"
         session = attach(
             graph,
             config,
@@ -120,17 +142,25 @@ async def _run(
             workflow_name=WORKFLOW,
             enterprise_id="bench",
             environ={},
-            reporter=RunReporter(url, token, timeout=30.0),
+            reporter=None if floor else RunReporter(url, token, timeout=30.0),
             spool_dir=spool,
             flush_timeout=0.0 if scenario.name == "down" else 60.0,  # after the timing
         )
-        for hook in ("turn_ended", "tool_ended", "envelope_posted"):
-            _timed(session, hook, scenario.event_ns, scenario.other_ns, scenario.cpu_ns)
+        if floor:
+            scratch = (spool / "floor.jsonl").open("wb", buffering=0)
+            for hook in ("turn_ended", "envelope_posted"):  # the two that report, every call
+                _floor(session, hook, scenario.event_ns, scratch)
+        else:
+            for hook in ("turn_ended", "tool_ended", "envelope_posted"):
+                _timed(session, hook, scenario.event_ns, scenario.other_ns, scenario.cpu_ns)
         session.__enter__()
         began = time.perf_counter()
         await run_workflow(hub, user, agents, session, opening="Start.", timeout=600)
         scenario.chat_s.append(time.perf_counter() - began)
         await asyncio.to_thread(session.__exit__, None, None, None)
+        if floor:
+            scratch.close()
+            return
         scenario.run_events += session.state.last_seq
         assert session.reporter is not None
         scenario.delivered += session.reporter.last_acked_seq

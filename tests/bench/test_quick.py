@@ -5,6 +5,7 @@ tests/bench/test_reporting.py, so they are left out here."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,8 @@ def test_quick_benchmark_prints_every_figure_with_its_machine() -> None:
         line = printed[0]
         assert "target " in line and ("MET" in line or "MISSED" in line), line
         assert "CPU" in line and "Python" in line and "layer" in line, line  # the machine
+    floor = next(line for line in lines if line.startswith("B9.ag2  "))
+    assert re.search(r"in the same hooks: p50 [\d.]+ µs.*hook p50 / floor p50 [\d.]+x", floor)
     assert any(line.startswith("machine: ") for line in lines)
     assert any(line.startswith("database: ") for line in lines)
     assert any(line.startswith(f"bench: {len(figures)} figures") for line in lines), lines[-3:]
