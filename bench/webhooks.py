@@ -139,12 +139,15 @@ def _django(site: Site, code: str) -> str:
 
 
 def subscribe(site: Site, receiver: Receiver, count: int, events: str) -> None:
-    """Add ``count`` subscriptions to the receiver (their secrets go to the receiver)."""
-    env = {**site.env(), **WORKER_ENV}
-    for _ in range(count):
-        out = manage(env, "webhook_add", f"http://127.0.0.1:{receiver.port}/hook",
-                     "--events", events)
-        receiver.secrets.append(out.stdout.strip().splitlines()[-1])
+    """Add ``count`` subscriptions to the receiver (their secrets go to the receiver), in one
+    Django process: ``webhook_add``'s service, not one command start per subscription."""
+    url = f"http://127.0.0.1:{receiver.port}/hook"
+    code = (
+        "import json; from runs.webhooks.services.subscriptions import subscription_create; "
+        f"print(json.dumps([subscription_create(url={url!r}, events={events!r})[1] "
+        f"for _ in range({count})]))"
+    )
+    receiver.secrets.extend(orjson.loads(_django(site, code).splitlines()[-1]))
 
 
 def subscriptions_switch(site: Site, *, enabled: bool) -> None:
