@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,3 +31,25 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(autouse=True)
+def playwright_loop_aside(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Unmark the session's Playwright loop during every test that does not use the browser.
+
+    Playwright's sync API leaves its event loop marked running in this thread after each call
+    (``asyncio._set_running_loop``, so that it can refuse to be used inside a loop). A later
+    test in the same worker would then find a "running" loop that runs nothing: pytest-asyncio
+    could not start its own, ``async_to_sync`` would refuse, and Django would take every new
+    database connection for async code. Between browser calls nothing runs on that loop, so
+    the mark is set aside for the test and put back after it, for the next browser test.
+    """
+    marked = asyncio._get_running_loop()
+    if marked is None or "chromium" in request.fixturenames:
+        yield
+        return
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(marked)

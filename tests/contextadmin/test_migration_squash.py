@@ -47,12 +47,9 @@ DELETE = "DELETE FROM django_migrations WHERE app = %s AND name = %s"
 
 @pytest.fixture
 def database(
-    tmp_path: Path, django_db_blocker: DjangoDbBlocker, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, django_db_blocker: DjangoDbBlocker
 ) -> Iterator[str]:
     """A connection alias to a migrated SQLite file of its own."""
-    # After a browser test in this process, the session's sync Playwright (devservers.browser)
-    # leaves its event loop marked running in this thread; nothing here runs on it.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
     name = str(tmp_path / "squash.sqlite3")
     migrated.database_migrate(server_env(f"sqlite:///{name}"))
     own = {"ENGINE": "django.db.backends.sqlite3", "NAME": name}

@@ -15,7 +15,6 @@ from websockets.asyncio.client import connect
 
 from devservers.processes import server_env
 from tests.reliability.helpers import Stack, dump_run, http_json, postgres_run_log, seed
-from tests.support.loops import run_in_own_loop
 
 RUNS = 12
 EVENTS = 25  # per runtime; two runtimes per run
@@ -59,7 +58,7 @@ def test_two_daphnes_group_committing_the_same_runs_store_each_event_once(
                 *(runtime(run_id, side) for run_id in run_ids for side in (0, 1))
             )
 
-        acked = run_in_own_loop(everyone())  # the browser tests' loop may hold this thread
+        acked = asyncio.run(everyone())
 
         for position, run_id in enumerate(run_ids):
             rows, last_seq = postgres_run_log(database_url, run_id)

@@ -8,7 +8,6 @@ from typing import Any
 
 from contextadmin.errors import BadRequest
 from runs.batching import IngestBatcher
-from tests.support.loops import in_own_loop
 
 
 class Socket:
@@ -38,7 +37,6 @@ class Socket:
         )
 
 
-@in_own_loop
 async def test_events_that_queue_during_a_commit_are_one_batch_and_acked_in_order():
     socket = Socket(delay=0.02)
     batcher = socket.batcher()
@@ -51,7 +49,6 @@ async def test_events_that_queue_during_a_commit_are_one_batch_and_acked_in_orde
     assert [m["seq"] for m in socket.sent] == list(range(1, 11))
 
 
-@in_own_loop
 async def test_a_batch_holds_at_most_limit_events():
     socket = Socket()
     batcher = socket.batcher(limit=4)
@@ -62,7 +59,6 @@ async def test_a_batch_holds_at_most_limit_events():
     assert [m["seq"] for m in socket.sent] == list(range(1, 11))
 
 
-@in_own_loop
 async def test_a_failed_batch_is_replayed_one_event_at_a_time_errors_in_order():
     socket = Socket(bad=frozenset({3}))
     batcher = socket.batcher()
@@ -74,7 +70,6 @@ async def test_a_failed_batch_is_replayed_one_event_at_a_time_errors_in_order():
     assert socket.sent[2]["status"] == 400 and "bad event 3" in socket.sent[2]["error"]
 
 
-@in_own_loop
 async def test_a_reply_keeps_its_place_and_a_close_ends_the_socket():
     socket = Socket()
     batcher = socket.batcher()
@@ -91,7 +86,6 @@ async def test_a_reply_keeps_its_place_and_a_close_ends_the_socket():
     assert socket.closed == [4401]
 
 
-@in_own_loop
 async def test_after_a_disconnect_queued_events_are_ingested_but_nothing_is_sent():
     socket = Socket(delay=0.02)
     batcher = socket.batcher()
@@ -102,7 +96,6 @@ async def test_after_a_disconnect_queued_events_are_ingested_but_nothing_is_sent
     assert socket.sent == []
 
 
-@in_own_loop
 async def test_an_unexpected_failure_closes_the_socket_with_1011():
     async def broken(events: list[Any]) -> list[dict[str, Any]]:
         raise RuntimeError("disk on fire")

@@ -20,7 +20,6 @@ from contextadmin.errors import Unauthorized
 from runs import consumers
 from runs.channels_overrides import DispatchWithoutConnectionHop, SweptInMemoryChannelLayer
 from runs.consumers import IngestConsumer, RunConsumer, RunListConsumer
-from tests.support.loops import in_own_loop
 
 
 class Probe(AsyncConsumer):
@@ -42,7 +41,6 @@ def test_channels_dispatch_still_closes_connections_before_each_handler():
 
 
 @pytest.mark.parametrize(("probe", "hops"), [(Probe, 1), (FastProbe, 0)])
-@in_own_loop
 async def test_the_override_hands_messages_on_without_the_hop(monkeypatch, probe, hops):
     calls: list[int] = []
 
@@ -57,7 +55,6 @@ async def test_the_override_hands_messages_on_without_the_hop(monkeypatch, probe
     assert len(calls) == hops
 
 
-@in_own_loop
 async def test_an_unknown_message_type_is_still_refused():
     instance = FastProbe()
     instance.handled = []
@@ -71,7 +68,6 @@ def test_every_project_consumer_uses_it(consumer):
 
 
 @pytest.mark.django_db  # channels' database_sync_to_async checks old connections around reads
-@in_own_loop
 async def test_sockets_of_one_session_share_one_recent_session_read():
     reads: list[str | None] = []
     lost: set[str] = set()
@@ -98,7 +94,6 @@ async def test_sockets_of_one_session_share_one_recent_session_read():
 
 
 @pytest.mark.django_db
-@in_own_loop
 async def test_ingest_sockets_of_one_token_share_one_recent_token_read(monkeypatch):
     """A thousand runtimes of one token re-check it once, not a thousand times, a second;
     a revocation still reaches every one of them."""
@@ -147,7 +142,6 @@ def test_channels_in_memory_layer_still_sweeps_on_every_receive_and_group_send()
 
 
 @pytest.mark.parametrize(("sweep_every_s", "sweeps"), [(0.0, 20), (60.0, 1)])
-@in_own_loop
 async def test_the_layer_sweeps_at_most_once_per_interval(monkeypatch, sweep_every_s, sweeps):
     from channels.layers import InMemoryChannelLayer
 
@@ -168,7 +162,6 @@ async def test_the_layer_sweeps_at_most_once_per_interval(monkeypatch, sweep_eve
     assert len(calls) == sweeps
 
 
-@in_own_loop
 async def test_expired_messages_still_expire_within_the_interval_after_their_expiry():
     layer = SweptInMemoryChannelLayer(sweep_every_s=0.2, expiry=0.1)
     stale, fresh = await layer.new_channel(), await layer.new_channel()

@@ -17,7 +17,6 @@ from runs.services import ingest, lifecycle
 from runs.services.ingest import IngestRequest, events_ingest_many
 from runs.state import caches, run_state_at, stored_state_seq
 from runs.webhooks.services import subscriptions
-from tests.support.loops import in_own_loop
 
 CHAT = [{"type": "agent_text", "agent": "InterviewAgent", "text": f"question {i}"}
         for i in range(20)]
@@ -174,7 +173,6 @@ def test_the_latest_state_is_the_stored_one_plus_the_log_after_it(generator, mon
 
 
 # -- the committer (runs.batching.GroupCommitter) --------------------------------------------------
-@in_own_loop
 async def test_what_arrives_during_a_commit_goes_in_the_next_round_in_order():
     rounds: list[list[str]] = []
     gate = asyncio.Event()
@@ -196,7 +194,6 @@ async def test_what_arrives_during_a_commit_goes_in_the_next_round_in_order():
     assert rounds == [["a"], ["b", "c", "d"], ["e"]]  # at most max_size a round
 
 
-@in_own_loop
 async def test_a_failed_round_fails_its_callers_and_the_next_round_still_runs():
     async def commit(requests: list[str]) -> list[str]:
         if "boom" in requests:
@@ -210,7 +207,6 @@ async def test_a_failed_round_fails_its_callers_and_the_next_round_still_runs():
     assert isinstance(outcomes[0], RuntimeError) and outcomes[1] == "fine"
 
 
-@in_own_loop
 async def test_a_cancelled_caller_is_left_out_of_the_round():
     rounds: list[list[str]] = []
     gate = asyncio.Event()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from runs.resume import ResumeStream
-from tests.support.loops import in_own_loop
 
 
 class Log:
@@ -48,7 +47,6 @@ def texts(*seqs: int) -> list[str]:
     return [f"e{seq}" for seq in seqs]
 
 
-@in_own_loop
 async def test_catch_up_sends_the_log_after_the_snapshot_in_chunks():
     log = Log(seqs=7)
     stream = log.stream(last_seq=2)
@@ -58,7 +56,6 @@ async def test_catch_up_sends_the_log_after_the_snapshot_in_chunks():
     assert stream.last_seq == 7
 
 
-@in_own_loop
 async def test_what_was_sent_is_never_sent_again():
     log = Log(seqs=3)
     stream = log.stream()
@@ -70,7 +67,6 @@ async def test_what_was_sent_is_never_sent_again():
     assert log.sent == texts(1, 2, 3, 4, 5)
 
 
-@in_own_loop
 async def test_a_gap_is_filled_from_the_log_before_the_message_that_shows_it():
     log = Log(seqs=1)
     stream = log.stream()
@@ -81,7 +77,6 @@ async def test_a_gap_is_filled_from_the_log_before_the_message_that_shows_it():
     assert stream.last_seq == 4
 
 
-@in_own_loop
 async def test_a_ping_resyncs_at_most_every_ping_resync_min():
     log = Log(seqs=2)
     stream = log.stream(ping_resync_min=60.0, resync_interval=60.0)
@@ -97,7 +92,6 @@ async def test_a_ping_resyncs_at_most_every_ping_resync_min():
         await stream.stop()
 
 
-@in_own_loop
 async def test_the_idle_timer_rejoins_and_reads_the_dropped_tail():
     log = Log(seqs=1)
     stream = log.stream(resync_interval=0.05, resync_max_interval=0.2)
@@ -115,7 +109,6 @@ async def test_the_idle_timer_rejoins_and_reads_the_dropped_tail():
         await stream.stop()
 
 
-@in_own_loop
 async def test_the_idle_timer_waits_while_group_messages_keep_arriving():
     log = Log()
     stream = log.stream(resync_interval=0.1)
@@ -129,7 +122,6 @@ async def test_the_idle_timer_waits_while_group_messages_keep_arriving():
         await stream.stop()
 
 
-@in_own_loop
 async def test_a_failed_rejoin_still_reads_the_log():
     log = Log(seqs=2)
 

@@ -10,8 +10,6 @@ from ag2 import Context
 from contextadmin_sdk.integrations.ag2 import AgentSession, attach
 from contextadmin_sdk.integrations.ag2.scripted import ToolCall, scripted_agent
 
-from tests.support.loops import in_own_loop
-
 from .chats import PLAN_OWNER, config, derived
 
 seen: list[dict[str, Any]] = []
@@ -30,7 +28,6 @@ def check_plan(context: Context) -> str:
     return "checked"
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_single_agents_tools_variables_and_flags() -> None:
     seen.clear()
     cfg = config(
@@ -82,7 +79,6 @@ async def test_a_single_agents_tools_variables_and_flags() -> None:
     assert session.state.get("execution.status") == "completed"
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_detached_agent_runs_unobserved() -> None:
     agent = scripted_agent("Planner", ["One.", "Two."])
     session = attach(agent, config(), workflow_name="W", enterprise_id="e", environ={})

@@ -29,8 +29,6 @@ from contextadmin_sdk.integrations.ag2.internals import (
     transition_order,
 )
 
-from tests.support.loops import in_own_loop
-
 
 def test_the_installed_ag2_is_the_supported_minor() -> None:
     assert SUPPORTED_AG2 == ">=1.2,<1.3"
@@ -42,7 +40,6 @@ def test_a_text_envelope_carries_its_text_where_the_adapter_reads_it() -> None:
     assert text_of_envelope(envelope) == "Hello there"
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_set_context_posts_the_shape_the_adapter_reads() -> None:
     posted: list[Any] = []
 

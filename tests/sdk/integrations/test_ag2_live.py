@@ -11,7 +11,6 @@ import pytest
 from contextadmin_sdk.client import RunReporter
 
 from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
-from tests.support.loops import in_own_loop
 
 from .live import api, crashed_run
 from .workflows import attach_demo
@@ -30,7 +29,6 @@ def _flips_and_path(state: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     return flips, path
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_1x_workflow_reaches_the_server_completed_with_the_adapters_state(site) -> None:
     server, token = site
     demo = await demo_workflow()
@@ -80,7 +78,6 @@ def test_demo_command_runs_1x_by_default_and_classic_with_the_same_flips_and_pat
     assert ag2x_state["state"]["context"] == classic_state["state"]["context"]
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
     site, tmp_path: Path
 ) -> None:

@@ -13,7 +13,6 @@ from contextadmin_sdk.client import RunReporter
 
 from devservers.processes import free_port
 from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
-from tests.support.loops import in_own_loop
 
 from .fake_server import FakeRunServer
 from .workflows import attach_demo
@@ -35,7 +34,6 @@ async def _timed_demo(reporter: RunReporter | None, **options: object) -> tuple[
     return spent, session
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_server_down_then_slow_the_workflow_is_not_slowed_and_nothing_is_lost(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -69,7 +67,6 @@ async def test_server_down_then_slow_the_workflow_is_not_slowed_and_nothing_is_l
         slow.stop()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_refusing_server_never_hurts_the_workflow(caplog: pytest.LogCaptureFixture) -> None:
     refusing = FakeRunServer().start()
     refusing.status = 401

@@ -11,13 +11,11 @@ from ag2.network import TransitionGraph
 from contextadmin_sdk.integrations.ag2 import ContextRule, attach
 
 from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
-from tests.support.loops import in_own_loop
 
 from .chats import config, derived
 from .workflows import INTERVIEW_DONE, TO_PLANNER, attach_demo, speakers, two_stage
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_the_workflow_routes_on_the_turn_right_after_the_flip() -> None:
     workflow = await two_stage(interview=["Question?", "NEXT", "never said"], answers=["A."])
     session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
@@ -36,7 +34,6 @@ async def test_the_workflow_routes_on_the_turn_right_after_the_flip() -> None:
     await workflow.hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_without_the_flip_no_handoff() -> None:
     workflow = await two_stage(interview=["Question?", "Another?"], answers=["A.", "B."])
     session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
@@ -65,7 +62,6 @@ def test_a_rule_condition_naming_an_absent_variable_is_false_and_never_raises() 
     assert rule.evaluate(State(), Envelope()) is False
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_the_rules_are_registered_data_that_survive_to_dict_and_loads() -> None:
     workflow = await two_stage(interview=["NEXT"], answers=[])
     session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
@@ -90,7 +86,6 @@ async def test_the_rules_are_registered_data_that_survive_to_dict_and_loads() ->
     await workflow.hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_hub_restored_from_its_store_refolds_the_workflow_with_the_rules() -> None:
     from ag2.knowledge import MemoryKnowledgeStore
     from contextadmin_sdk.integrations.ag2.scripted import in_process_hub
@@ -112,7 +107,6 @@ async def test_a_hub_restored_from_its_store_refolds_the_workflow_with_the_rules
     await restored.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_flip_posted_from_a_hub_listener_would_route_one_turn_late() -> None:
     """Why the adapter flips from the agent's middleware: AG2 picks the next speaker while it
     folds the turn's packet, before any hub listener runs."""
@@ -163,7 +157,6 @@ async def test_a_flip_posted_from_a_hub_listener_would_route_one_turn_late() -> 
     await hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_flag_a_humans_text_flips_routes_on_the_very_next_turn_too() -> None:
     user_go = derived("user_go", {"type": "agent_text", "agent": "user", "match": {"equals": "GO"}})
     rule = {"source_agent": "user", "target_agent": "Planner", "condition": "${user_go}"}

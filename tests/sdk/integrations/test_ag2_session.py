@@ -13,7 +13,6 @@ from contextadmin_sdk.engine import build_context, replay
 from contextadmin_sdk.integrations.ag2 import HandoffRuleError, attach
 
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
-from tests.support.loops import in_own_loop
 
 from .chats import PLAN_OWNER, attach_demo_chat, config, derived, env_flag
 from .workflows import (
@@ -28,7 +27,6 @@ from .workflows import (
 )
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_demo_workflow_context_flips_handoffs_and_path() -> None:
     demo = await demo_workflow()
     session = attach_demo(demo)
@@ -97,7 +95,6 @@ async def test_demo_workflow_context_flips_handoffs_and_path() -> None:
     await demo.hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_seeded_context_vars_are_what_a_classic_run_gets() -> None:
     from autogen.agentchat.group import ContextVariables
 
@@ -121,7 +118,6 @@ async def test_seeded_context_vars_are_what_a_classic_run_gets() -> None:
     await demo.hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_reported() -> None:
     cfg = config(
         derived("asked_twice", {"type": "agent_turn_count", "agent": "InterviewAgent", "count": 2}),
@@ -186,7 +182,6 @@ async def test_turn_count_and_an_error_status_route_and_a_tool_context_set_is_re
 
 
 # -- production: conditions naming suppressed variables ---------------------------------------
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_production_run_with_a_rule_on_a_suppressed_variable_completes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -226,7 +221,6 @@ async def test_production_run_with_a_rule_on_a_suppressed_variable_completes(
     await workflow.hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_rule_naming_an_agent_outside_the_channel_is_refused() -> None:
     workflow = await two_stage(interview=["NEXT"], answers=[])
     rule = {"source_agent": "InterviewAgent", "target_agent": "Ghost", "condition": "${x}"}
@@ -240,7 +234,6 @@ async def test_a_rule_naming_an_agent_outside_the_channel_is_refused() -> None:
     await workflow.hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_classic_pattern_and_a_1x_workflow_are_sent_to_the_right_module() -> None:
     from contextadmin_sdk.integrations.autogen import attach as attach_classic
 
@@ -259,7 +252,6 @@ async def test_a_classic_pattern_and_a_1x_workflow_are_sent_to_the_right_module(
     await workflow.hub.close()
 
 
-@in_own_loop
 async def test_both_adapters_name_a_wrong_or_missing_option_before_opening_a_run() -> None:
     """The options are one TypedDict (RunOptions) for both adapters: a typo or a missing
     required keyword is a TypeError naming it, and no run is started."""
@@ -287,7 +279,6 @@ async def set_flags(channel: ChannelInject) -> str:
     return "set"
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_warns() -> None:
     workflow = await two_stage(
         interview=["Question?"],
@@ -322,7 +313,6 @@ async def test_a_tools_set_context_of_a_derived_flag_flips_it_and_a_refused_one_
     await workflow.hub.close()
 
 
-@in_own_loop  # the session\'s sync Playwright may hold the main thread\'s loop
 async def test_a_workflow_that_raises_pauses_the_run() -> None:
     workflow = await two_stage(interview=["NEXT"], answers=[])
     session = workflow.attach(config(INTERVIEW_DONE, handoffs=[TO_PLANNER]))
