@@ -119,6 +119,7 @@ async def _run(
     from contextadmin_sdk.integrations.ag2.scripted import run_workflow
 
     hub, user, agents, graph = await _workflow(turns)
+    scratch = None  # the floor's spool lines
     try:
         if scenario.name == "without":
             closed = _closed_listener()
@@ -159,12 +160,13 @@ async def _run(
         scenario.chat_s.append(time.perf_counter() - began)
         await asyncio.to_thread(session.__exit__, None, None, None)
         if floor:
-            scratch.close()
             return
         scenario.run_events += session.state.last_seq
         assert session.reporter is not None
         scenario.delivered += session.reporter.last_acked_seq
     finally:
+        if scratch is not None:
+            scratch.close()
         await hub.close()
 
 

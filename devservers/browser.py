@@ -42,7 +42,9 @@ def playwright_loop_aside(request: pytest.FixtureRequest) -> Iterator[None]:
     test in the same worker would then find a "running" loop that runs nothing: pytest-asyncio
     could not start its own, ``async_to_sync`` would refuse, and Django would take every new
     database connection for async code. Between browser calls nothing runs on that loop, so
-    the mark is set aside for the test and put back after it, for the next browser test.
+    the mark is set aside for the test and put back after it, for the next browser test, with
+    the pair of low-level functions asyncio exports for this (``asyncio.__all__``) and
+    Playwright itself calls. tests/test_browser_loop_aside.py fails when either side moves.
     """
     marked = asyncio._get_running_loop()
     if marked is None or "chromium" in request.fixturenames:
