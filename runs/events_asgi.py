@@ -18,6 +18,11 @@ are a thousand threads taking turns at the GIL, and each POST pays a thread's st
   disallowed ``Host``, handler500's logged 500), and 4xx/5xx answers logged by
   ``django.request``, as Django's handler does.
 
+Django's ``request_started``/``request_finished`` signals are not sent: their receivers are
+Django's own (the query log reset, stale connections and caches closed, the URLconf reset), and
+this path has nothing for them to do, since its one sync step closes its database connection
+itself (``runs.api.events_post_read``). A test fails when anything else listens to them.
+
 Everything else, including ``GET`` of the same path, goes to Django (``runs.routing``).
 """
 

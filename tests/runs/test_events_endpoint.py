@@ -445,6 +445,30 @@ async def test_the_edge_middleware_are_the_settings_but_the_skipped(settings):
     assert set(SKIPPED) <= set(settings.MIDDLEWARE)
 
 
+async def test_only_django_s_own_receivers_listen_to_the_request_signals():
+    """The events path does not send request_started/request_finished (runs/events_asgi.py):
+    a receiver another app connects would not run for a POST, so adding one must be decided."""
+    from django.core import signals
+    from django.core.cache import close_caches
+    from django.core.handlers.base import reset_urlconf
+    from django.db import close_old_connections, reset_queries
+
+    own = {
+        signals.request_started: (reset_queries, close_old_connections),
+        signals.request_finished: (close_old_connections, close_caches, reset_urlconf),
+    }
+    taken: list[tuple[Any, Any]] = []
+    try:
+        for signal, receivers in own.items():
+            for receiver in receivers:
+                assert signal.disconnect(receiver), receiver
+                taken.append((signal, receiver))
+            assert not signal.has_listeners()
+    finally:
+        for signal, receiver in taken:
+            signal.connect(receiver)
+
+
 @pytest.mark.parametrize(
     ("name", "path", "extra", "status"),
     [
