@@ -22,7 +22,7 @@ class Outages:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiting: dict[str, set[str]] = {}
-        self._met: dict[str, tuple[float, int]] = {}  # server -> (began, runs that met it)
+        self._met: dict[str, tuple[float, set[str]]] = {}  # server -> (began, runs that met it)
 
     def met(self, *, server: str, run_id: str, error: Exception) -> None:
         """A run's request to ``server`` failed in a way worth retrying."""
@@ -32,8 +32,9 @@ class Outages:
                 return
             first = not waiting
             waiting.add(run_id)
-            began, runs = self._met.get(server, (time.monotonic(), 0))
-            self._met[server] = (began, runs + 1)
+            # A run that got through may meet the same outage again (a refused reconnect while
+            # the server comes back): it is one run that waited, not two.
+            self._met.setdefault(server, (time.monotonic(), set()))[1].add(run_id)
         if first:
             logger.warning(
                 "run %s: server unavailable (%s); retrying in the background, the chat goes on "
@@ -52,7 +53,8 @@ class Outages:
             if waiting:
                 return
             del self._waiting[server]
-            began, runs = self._met.pop(server)
+            began, met = self._met.pop(server)
+            runs = len(met)
         logger.warning(
             "run %s: server reachable again after %.0f s; reporting resumed (%d run%s of this "
             "process waited for it)",
