@@ -31,6 +31,7 @@ async def _workflow(turns: int) -> tuple[Any, Any, list[Any], Any]:
     from ag2.network import AgentTarget, FromSpeaker, Transition, TransitionGraph
     from contextadmin_sdk.integrations.ag2.scripted import (
         in_process_hub,
+        register_agents,
         register_human,
         scripted_agent,
     )
@@ -40,9 +41,7 @@ async def _workflow(turns: int) -> tuple[Any, Any, list[Any], Any]:
     asker = scripted_agent("Asker", [f"Question {i}?" for i in range(turns)])
     answerer = scripted_agent("Answerer", [f"Answer {i}." for i in range(turns)])
     agents = [asker, answerer]
-    for agent in agents:
-        await hub.register(agent, attach_plugin=False)
-    ids = hub.name_to_id_map()
+    ids = await register_agents(hub, agents)
     graph = TransitionGraph(
         initial_speaker=user.agent_id,
         transitions=[

@@ -67,13 +67,8 @@ def variable_spec(variable: Variable, triggers: Iterable[Trigger] = ()) -> dict[
 
 
 def handoff_spec(handoff: Handoff) -> dict[str, Any]:
-    """Return the data of one hand-off row."""
-    return {
-        "source_agent": handoff.source_agent,
-        "target_agent": handoff.target_agent,
-        "condition": handoff.condition,
-        "description": handoff.description,
-    }
+    """Return the data of one hand-off row: the format's fields, which the row has by name."""
+    return {name: getattr(handoff, name) for name in fmt.Handoff.model_fields}
 
 
 def document_data(
@@ -129,14 +124,7 @@ def rows_from_config(
             triggers = [_trigger_row(t, position) for position, t in enumerate(item.triggers)]
         variables.append((variable, triggers))
     handoffs = [
-        Handoff(
-            workflow=workflow,
-            position=position,
-            source_agent=h.source_agent,
-            target_agent=h.target_agent,
-            condition=h.condition,
-            description=h.description,
-        )
+        Handoff(workflow=workflow, position=position, **h.model_dump())
         for position, h in enumerate(config.handoffs)
     ]
     return variables, handoffs

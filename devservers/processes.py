@@ -42,9 +42,7 @@ def wait_for_port(
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
-def process_start(
-    args: list[str], *, log_path: Path, **popen: Any
-) -> subprocess.Popen[bytes]:
+def process_start(args: list[str], *, log_path: Path, **popen: Any) -> subprocess.Popen[bytes]:
     """Start a server with its output (stdout and stderr) appended to ``log_path``."""
     with open(log_path, "ab") as log:  # the child keeps its own copy
         return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, **popen)
@@ -138,9 +136,7 @@ class Daphne(LocalAddress):
         return self
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(sig)
-            self.process.wait(timeout=10)
+        process_stop(self.process, sig=sig)
 
     def stop(self) -> None:
         process_stop(self.process)

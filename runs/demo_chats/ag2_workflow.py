@@ -33,6 +33,7 @@ from contextadmin_sdk.integrations.ag2.scripted import (
     ScriptedHuman,
     ToolCall,
     in_process_hub,
+    register_agents,
     register_human,
     run_workflow,
     scripted_agent,
@@ -104,9 +105,7 @@ async def demo_workflow(
     )
     designer = scripted_agent("HandoffsAgent", list(generator.HANDOFFS_LINES), delay=delay)
     agents = [interview, planner, designer]
-    for agent in agents:
-        await hub.register(agent, attach_plugin=False)
-    ids = hub.name_to_id_map()
+    ids = await register_agents(hub, agents)
     graph = TransitionGraph(
         initial_speaker=user.agent_id,
         transitions=[

@@ -106,27 +106,16 @@ def test_each_category_form_shows_only_its_own_fields(
     }
     assert own == {
         "declarative_variables": {"name", "type", "value", "description"},
-        "database_variables": {
-            "name",
-            "type",
-            "database_name",
-            "collection",
-            "search_by",
-            "field",
-            "description",
-        },
+        # a variable's own fields, then where its value is looked up
+        "database_variables": {"name", "type", "description"}
+        | {"database_name", "collection", "search_by", "field"},
         "environment_variables": {"name", "type", "env_var", "default", "description"},
         "derived_variables": {"name", "description", "default"},
-        "derived_variables-0-triggers": {
-            "type",
-            "agent",
-            "equals",
-            "case_sensitive",
-            "trim",
-            "count",
-            "tool",
-            "status",
-        },
+        # a trigger row: its type, then agent_text's, agent_turn_count's and tool_response's
+        "derived_variables-0-triggers": {"type"}
+        | {"agent", "equals", "case_sensitive", "trim"}
+        | {"count"}
+        | {"tool", "status"},
     }
 
 

@@ -25,7 +25,7 @@ from contextadmin_sdk.client import RunReporter
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
-from devservers.processes import Daphne, manage
+from devservers.processes import Daphne, LocalAddress, manage
 
 PROJECT = Path(__file__).resolve().parents[2]  # where manage.py and contextadmin/ live
 DEMO_CONFIG = PROJECT / "contextadmin" / "demo" / "context_variables.json"
@@ -210,7 +210,7 @@ def varied_events(count: int, *, start: int = 1) -> list[dict[str, Any]]:
 # -- a TCP proxy that can swallow one response -------------------------------------------------
 
 
-class TcpProxy:
+class TcpProxy(LocalAddress):
     """Forward 127.0.0.1:<port> to an upstream port; optionally swallow one events response.
 
     ``arm(callback)``: the next ``POST /api/runs/.../events/`` is forwarded, and when the
@@ -233,14 +233,6 @@ class TcpProxy:
         self._sockets: set[socket.socket] = set()
         self._stopped = threading.Event()
         self._acceptor = threading.Thread(target=self._accept, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
 
     def start(self) -> TcpProxy:
         self._acceptor.start()

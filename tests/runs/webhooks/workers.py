@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devservers.processes import PROJECT
+from devservers.processes import PROJECT, process_start, process_stop
 
 # Scaled down for tests: backoff, lease (2 x the timeouts), tick; loopback receivers allowed.
 WORKER_ENV = {
@@ -30,24 +30,20 @@ class Worker:
     process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Worker:
-        log = open(self.log_path, "ab")  # noqa: SIM115 (handed to the child)
-        self.process = subprocess.Popen(
+        self.process = process_start(
             [
                 sys.executable, str(PROJECT / "manage.py"), "db_worker", "--no-reload",
                 "--no-startup-delay", "--interval", "0.05", "--queue-name", "*",
             ],
-            env=self.env, cwd=PROJECT, stdout=log, stderr=subprocess.STDOUT,
+            env=self.env, cwd=PROJECT, log_path=self.log_path,
         )
-        log.close()
         return self
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(sig)
-            self.process.wait(timeout=10)
+        process_stop(self.process, sig=sig)
 
     def stop(self) -> None:
-        self.kill(signal.SIGTERM)
+        process_stop(self.process)
 
 
 def deliveries(database: Path) -> list[dict[str, Any]]:

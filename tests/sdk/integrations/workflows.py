@@ -17,15 +17,8 @@ from ag2.network import (
     TransitionGraph,
 )
 from ag2.network.workflow_helpers import set_context
-from contextadmin_sdk.integrations.ag2 import AgentSession, WorkflowSession, attach
-from contextadmin_sdk.integrations.ag2.scripted import (
-    ScriptedHuman,
-    ToolCall,
-    in_process_hub,
-    register_human,
-    run_workflow,
-    scripted_agent,
-)
+from contextadmin_sdk.integrations.ag2 import AgentSession, WorkflowSession, attach, scripted
+from contextadmin_sdk.integrations.ag2.scripted import ToolCall
 
 from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW
 
@@ -42,6 +35,7 @@ __all__ = [
     "speakers",
     "two_stage",
 ]
+
 
 def attach_demo(demo: Any, **options: Any) -> WorkflowSession | AgentSession:
     """Attach the 1.x demo workflow (``runs.demo_chats.ag2_workflow``) as the tests run it:
@@ -70,7 +64,7 @@ class Workflow:
     graph: TransitionGraph
 
     async def run(self, session: Any, *, opening: str = "Start.", timeout: float = 20) -> str:
-        return await run_workflow(
+        return await scripted.run_workflow(
             self.hub, self.user, self.agents, session, opening=opening, timeout=timeout
         )
 
@@ -110,15 +104,15 @@ async def two_stage(
     max_turns: int = 20,
 ) -> Workflow:
     """The user talks with InterviewAgent; Planner (with tools) and Closer wait for hand-offs."""
-    hub = await in_process_hub()
-    user = await register_human(hub, "user")
-    interviewer = scripted_agent("InterviewAgent", interview)
-    planner_agent = scripted_agent("Planner", list(planner) or ["Planned."], tools=list(tools))
-    closer = scripted_agent("Closer", ["Closing."])
+    hub = await scripted.in_process_hub()
+    user = await scripted.register_human(hub, "user")
+    interviewer = scripted.scripted_agent("InterviewAgent", interview)
+    planner_agent = scripted.scripted_agent(
+        "Planner", list(planner) or ["Planned."], tools=list(tools)
+    )
+    closer = scripted.scripted_agent("Closer", ["Closing."])
     agents = [interviewer, planner_agent, closer]
-    for agent in agents:
-        await hub.register(agent, attach_plugin=False)
-    ids = hub.name_to_id_map()
+    ids = await scripted.register_agents(hub, agents)
     graph = TransitionGraph(
         initial_speaker=user.agent_id,
         transitions=[
@@ -129,5 +123,5 @@ async def two_stage(
         ],
         max_turns=max_turns,
     )
-    ScriptedHuman(hub, user, answers)
+    scripted.ScriptedHuman(hub, user, answers)
     return Workflow(hub, user, agents, graph)

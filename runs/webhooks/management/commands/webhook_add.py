@@ -15,6 +15,8 @@ from runs.webhooks.services.subscriptions import subscription_create
 
 class Command(BaseCommand):
     help = "Add a webhook subscription; prints its signing secret (whsec_...) once."
+    # the options that are subscription_create's arguments by the same name (it checks them)
+    fields = ("url", "events", "flags", "end_statuses", "format")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("url", help="where to POST (https://; see docs/webhooks.md)")
@@ -23,9 +25,7 @@ class Command(BaseCommand):
             "--events", required=True, help=f"comma-separated, of: {', '.join(EVENTS)}"
         )
         parser.add_argument("--flags", default="", help="flag_flipped only for these flags")
-        parser.add_argument(
-            "--end-statuses", default="", help="run_ended only for these statuses"
-        )
+        parser.add_argument("--end-statuses", default="", help="run_ended only for these statuses")
         parser.add_argument("--format", default="standard", help=f"one of {', '.join(FORMATS)}")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -34,15 +34,9 @@ class Command(BaseCommand):
             workflow = Workflow.objects.filter(name=options["workflow"]).first()
             if workflow is None:
                 raise CommandError(f"workflow: no workflow named {options['workflow']!r}")
+        fields = {name: options[name] for name in self.fields}
         try:
-            subscription, secret = subscription_create(
-                url=options["url"],
-                events=options["events"],
-                workflow=workflow,
-                flags=options["flags"],
-                end_statuses=options["end_statuses"],
-                format=options["format"],
-            )
+            subscription, secret = subscription_create(workflow=workflow, **fields)
         except ValidationError as exc:
             raise CommandError(
                 "; ".join(f"{field}: {' '.join(m)}" for field, m in exc.message_dict.items())

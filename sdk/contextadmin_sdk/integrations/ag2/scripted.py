@@ -46,10 +46,12 @@ __all__ = [
     "ToolCall",
     "in_process_hub",
     "open_workflow",
+    "register_agents",
     "register_human",
     "run_workflow",
     "scripted_agent",
 ]
+
 
 def _tool_call_event(call: ToolCall) -> ToolCallEvent:
     call_id, arguments = call.call()
@@ -108,6 +110,14 @@ async def in_process_hub(store: Any = None) -> Hub:
         expectation_sweep_interval=0,
         ttl_sweep_interval=0,
     )
+
+
+async def register_agents(hub: Hub, agents: Iterable[Agent]) -> dict[str, str]:
+    """Register ``agents`` on an in-process hub (without the hub's plugin, which a scripted
+    agent does not use) and return every participant's id by name, the graph's targets."""
+    for agent in agents:
+        await hub.register(agent, attach_plugin=False)
+    return hub.name_to_id_map()
 
 
 async def register_human(hub: Hub, name: str = "user", *, inbox: int = 1000) -> Any:
