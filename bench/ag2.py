@@ -97,11 +97,15 @@ class Scenario:
     event_ns: list[int] = field(default_factory=list)  # observe() of events that were reported
     other_ns: list[int] = field(default_factory=list)  # observe() of the events it ignores
     cpu_ns: list[int] = field(default_factory=list)  # the chat thread's CPU time in observe()
+    hook_ns: dict[str, list[int]] = field(default_factory=dict)  # event_ns by hook (AG2 1.x)
     run_events: int = 0
     delivered: int = 0
 
     def us(self, q: float) -> float:
         return percentile(self.event_ns, q) / 1e3
+
+    def hook_us(self, hook: str, q: float) -> float:
+        return percentile(self.hook_ns.get(hook, []), q) / 1e3
 
     def cpu_us(self, q: float) -> float:
         return percentile(self.cpu_ns, q) / 1e3

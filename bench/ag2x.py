@@ -85,11 +85,11 @@ def _floor(session: Any, name: str, spent_ns: list[int], scratch: Any) -> None:
     setattr(session, name, floor)
 
 
-def _timed(
-    session: Any, name: str, reported: list[int], ignored: list[int], cpu: list[int]
-) -> None:
+def _timed(session: Any, name: str, scenario: Any) -> None:
     """Wrap one observation hook of ``session`` with wall-clock and CPU timers."""
     hook = getattr(session, name)
+    reported, ignored, cpu = scenario.event_ns, scenario.other_ns, scenario.cpu_ns
+    by_hook = scenario.hook_ns.setdefault(name, [])
     events = session.events
     clock, thread_clock = time.perf_counter_ns, time.thread_time_ns
 
@@ -102,6 +102,7 @@ def _timed(
         spent_cpu = thread_clock() - began_cpu
         if len(events) > before:
             reported.append(spent)
+            by_hook.append(spent)
             cpu.append(spent_cpu)
         else:
             ignored.append(spent)
@@ -152,7 +153,7 @@ async def _run(
                 _floor(session, hook, scenario.event_ns, scratch)
         else:
             for hook in ("turn_ended", "tool_ended", "envelope_posted"):
-                _timed(session, hook, scenario.event_ns, scenario.other_ns, scenario.cpu_ns)
+                _timed(session, hook, scenario)
         session.__enter__()
         began = time.perf_counter()
         await run_workflow(hub, user, agents, session, opening="Start.", timeout=600)
