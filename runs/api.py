@@ -1,5 +1,6 @@
 """The runtime-facing HTTP API (docs/api.md) and the workflow export: thin views over
-services and selectors, behind Django's handler and middleware like every other request.
+services and selectors, behind Django's handler and middleware like every other request but
+the events POST, which has an ASGI path of its own (runs/events_asgi.py).
 
 ``POST /api/runs/<run_id>/events/`` is the hot path of every run over HTTP. It is an async
 view with one hop into a worker thread (authenticate, decode) and its batch committed in the

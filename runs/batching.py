@@ -207,8 +207,9 @@ GROUP_COMMIT_MAX_EVENTS = 2_000  # a round's events at most (one batch may be AP
 async def event_ingest_grouped(
     *, run_id: str, events: Any, token: ApiToken | None = None
 ) -> ingest.IngestResult:
-    """``event_ingest`` from async code (the ingest sockets), in this process's next group
-    commit; what it committed is broadcast from the event loop before it returns."""
+    """``event_ingest`` from async code (the ingest sockets and the events POST), in this
+    process's next group commit; what it committed is broadcast from the event loop before it
+    returns."""
     loop = asyncio.get_running_loop()
     committer = _committers.get(loop)
     if committer is None:

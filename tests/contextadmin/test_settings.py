@@ -44,3 +44,23 @@ def test_settings_read_only_the_names_the_engine_lists_as_server_settings(name):
     with pytest.raises(ImproperlyConfigured, match=name):
         ServerEnv(**{name: (str, "")})
     assert ServerEnv().str("REDIS_URL", default="fallback") is not None
+
+
+def test_every_server_setting_has_a_row_in_the_deploy_docs_settings_table():
+    """docs/deploy.md says its Settings table lists every setting: each name the server may read
+    (the engine's SERVER_ENV_VARS) has a row, but Django's own: the settings module and
+    ``createsuperuser``'s ``DJANGO_SUPERUSER_*`` (the README's run command uses them)."""
+    import re
+
+    from contextadmin_sdk.engine.format import SERVER_ENV_VARS
+
+    from devservers.processes import PROJECT
+
+    deploy = (PROJECT / "docs" / "deploy.md").read_text()
+    table = deploy[deploy.index("## Settings") :]
+    rows = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", table, re.MULTILINE))
+    elsewhere = {"DJANGO_SETTINGS_MODULE"} | {
+        f"DJANGO_SUPERUSER_{part}" for part in ("USERNAME", "PASSWORD", "EMAIL")
+    }
+    assert sorted(SERVER_ENV_VARS - elsewhere - rows) == []
+    assert sorted(rows - SERVER_ENV_VARS) == []  # a row for a setting nothing reads

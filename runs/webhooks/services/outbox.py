@@ -3,7 +3,7 @@
 Receivers of ``runs.signals.events_stored`` and ``run_stored`` (inside the ingest batch's or
 the run start's transaction) and of ``contextadmin.signals.version_published`` (inside the
 publishing transaction) write one ``Delivery`` per event and subscription that wants it, and
-enqueue the task that sends them (``runs.webhooks.tasks``), also in that transaction: the rows
+enqueue the task that sends them (``delivery.deliveries_send``), also in that transaction: the rows
 and the task commit with the events or not at all. A worker that dies, or a task lost, costs
 nothing: the periodic tick sends whatever is still pending.
 
