@@ -189,6 +189,13 @@ def workflow_version_approve(
         raise ReviewRefused(
             "you cannot approve your own draft: a different staff user must review it"
         )
+    try:  # published definitions are what new runs start from: never ones that break them
+        fmt.parse_config(head.export)
+    except fmt.ConfigError as exc:
+        raise ReviewRefused(
+            f"version {number} breaks the format ({exc.issues[0]}): no run could start from it; "
+            "fix the definitions and save a new version"
+        ) from None
     head.approved_by = user
     head.approved_by_name = user.get_username()
     head.approved_at = timezone.now()

@@ -30,6 +30,7 @@ class WorkflowCheck:
         self.formsets = {formset.key: formset for formset in formsets}
         self.formset_errors: dict[str, list[str]] = defaultdict(list)
         self.labels: list[str] = []
+        self.placed: list[tuple[forms.BaseForm, str | None, str]] = []  # (form, field, message)
         self._done = False
         for formset in formsets:
             formset.workflow_check = self
@@ -63,6 +64,22 @@ class WorkflowCheck:
             for issue in exc.issues:
                 self._place(issue, rows, triggers)
         self.labels = self._labels(rows, triggers)
+
+    def restore(self, formset: forms.BaseFormSet) -> None:
+        """Put back on ``formset``'s forms the errors this check placed there, if they were
+        cleaned again since: nested_admin validates every form a second time when a save
+        deletes a row, and a check that ran once must still refuse the save."""
+        for form, field, message in self.placed:
+            if form in formset.forms and _message(field, form, message) not in _messages(
+                form, field
+            ):
+                form.add_error(
+                    field if field in form.fields else None, _message(field, form, message)
+                )
+
+    def _put(self, form: forms.BaseForm, field: str | None, message: str) -> None:
+        if _add_error(form, field, message):
+            self.placed.append((form, field, message))
 
     def _labels(
         self,
@@ -113,17 +130,17 @@ class WorkflowCheck:
             if form is not None and rest[:1] == ("triggers",) and len(rest) >= 2:
                 trigger_form = _at(triggers.get(form, []), rest[1])
                 if trigger_form is not None:
-                    _add_error(trigger_form, *_trigger_field(trigger_form, rest[2:], message))
+                    self._put(trigger_form, *_trigger_field(trigger_form, rest[2:], message))
                     return
             if form is not None:
                 if rest[:1] == ("source",):
                     rest = rest[1:]
-                _add_error(form, str(rest[0]) if rest else None, message)
+                self._put(form, str(rest[0]) if rest else None, message)
                 return
         if len(loc) >= 2 and loc[0] in ("handoffs", "outputs"):
             form = _at(rows.get(str(loc[0]), []), loc[1])
             if form is not None:
-                _add_error(form, str(loc[2]) if len(loc) > 2 else None, message)
+                self._put(form, str(loc[2]) if len(loc) > 2 else None, message)
                 return
         if loc == ("context_variables", "database_name"):
             self.formset_errors["database_variables"].append(f"Workflow database name: {message}")
@@ -178,15 +195,26 @@ _FIELD_PATHS = {
 }
 
 
-def _add_error(form: forms.BaseForm, field: str | None, message: str) -> None:
+def _add_error(form: forms.BaseForm, field: str | None, message: str) -> bool:
+    """Put one issue on ``form`` (False when the row's own errors already say enough)."""
     if form.errors and (field in form.errors or field not in ("name", "condition", "to")):
         # The row already has errors: its stored values stand in for the wrong ones, so only
         # the rules across the document (names, conditions) say something new about it.
-        return
-    if field is not None and field in form.fields:
-        form.add_error(field, message)
-    else:
-        form.add_error(None, f"{field}: {message}" if field else message)
+        return False
+    form.add_error(field if field in form.fields else None, _message(field, form, message))
+    return True
+
+
+def _message(field: str | None, form: forms.BaseForm, message: str) -> str:
+    """The error's text: a field's own, or naming the field among the row's errors."""
+    if field is None or field in form.fields:
+        return message
+    return f"{field}: {message}"
+
+
+def _messages(form: forms.BaseForm, field: str | None) -> list[str]:
+    key = field if field in form.fields else "__all__"
+    return [str(error) for error in form.errors.get(key, [])]
 
 
 _DECLARED_AT = re.compile(r"context_variables\.(\w+)_variables\[(\d+)\]")

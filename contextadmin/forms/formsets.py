@@ -13,7 +13,6 @@ if TYPE_CHECKING:  # the check reads these formsets; they only carry it
     from contextadmin.forms.check import WorkflowCheck
 
 
-
 class DefinitionsFormSet(nested_admin.NestedInlineFormSet):
     """An inline formset of one list of the document (a category, or the hand-offs)."""
 
@@ -31,6 +30,7 @@ class DefinitionsFormSet(nested_admin.NestedInlineFormSet):
         super().clean()
         if self.workflow_check is not None:
             self.workflow_check.run()
+            self.workflow_check.restore(self)
             errors = self.workflow_check.formset_errors.get(self.key)
             if errors:
                 raise ValidationError(errors)
@@ -58,6 +58,13 @@ class HandoffFormSet(DefinitionsFormSet):
 
 class TriggerFormSet(nested_admin.NestedInlineFormSet):
     """The triggers of one derived variable: deleted along with their variable."""
+
+    def clean(self) -> None:
+        super().clean()
+        parent_formset = getattr(getattr(self, "parent_form", None), "parent_formset", None)
+        check = getattr(parent_formset, "workflow_check", None)
+        if check is not None:  # the page's check placed its errors before a second cleaning
+            check.restore(self)
 
     def _should_delete_form(self, form: forms.BaseForm) -> bool:
         # Without this, a client that ticks only the variable's delete box would have

@@ -309,6 +309,24 @@ def test_the_author_cannot_approve_their_own_draft(
     assert selectors.workflow_export_version(workflow=generator).number == 1
 
 
+def test_a_draft_that_breaks_the_format_cannot_be_approved(
+    review_on: None, staff: Any, generator: Workflow
+) -> None:
+    """Rows saved before a rule existed can record a draft no run could start from: approving
+    it is refused, saying why, and the published version stays."""
+    Trigger.objects.filter(variable__workflow=generator).update(agent="")  # agent_text: required
+    draft = services.workflow_version_record(workflow=generator, user=staff)
+    assert draft is not None and draft.number == 2
+    reviewer = client_for(other_staff())
+    url = reverse("admin:contextadmin_workflow_approve", args=[generator.pk, 2])
+    response = reviewer.post(url, {"base_version": "2"}, follow=True)
+    page = response.content.decode()
+    assert "version 2 breaks the format" in page and "agent" in page
+    generator.refresh_from_db()
+    assert selectors.workflow_export_version(workflow=generator).number == 1
+    assert WorkflowVersion.objects.get(workflow=generator, number=2).approved_at is None
+
+
 def test_another_staff_user_approves_and_that_publishes(
     review_on: None, staff: Any, generator: Workflow, example: dict
 ) -> None:
