@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextadmin.errors import BadRequest
+from runs.json_input import datetime_decode
 from runs.models import Flip, Run, RunEvent
 
 RUN_FILTERS = ("workflow", "status", "enterprise_id", "environment")
@@ -37,15 +37,6 @@ def runs_annotated(runs: QuerySet[Run]) -> QuerySet[Run]:
     return runs.annotate(last_event_at=Subquery(last.values("received_at")[:1]))
 
 
-def _search_time(raw: str, *, name: str) -> dt.datetime:
-    parsed = parse_datetime(raw)
-    if parsed is None:
-        raise BadRequest(
-            f"{name}: expected a date and time like 2026-01-31T12:00, got {raw[:40]!r}"
-        )
-    return timezone.make_aware(parsed, dt.UTC) if timezone.is_naive(parsed) else parsed
-
-
 def run_search_parse(query: Mapping[str, str]) -> dict[str, str]:
     """Read the runs list's search from a query: every field stripped, bad ones refused by name."""
     search = {key: (query.get(key) or "").strip()[:200] for key in RUN_SEARCH}
@@ -58,7 +49,7 @@ def run_search_parse(query: Mapping[str, str]) -> dict[str, str]:
         )
     for name in ("since", "until"):
         if search[name]:
-            _search_time(search[name], name=name)
+            datetime_decode(search[name], what=name)
     return search
 
 
@@ -70,9 +61,9 @@ def _runs_searched(search: Mapping[str, str]) -> QuerySet[Run]:
     if search.get("q"):  # a run id, or the start of one (as the list shows it)
         runs = runs.filter(pk__startswith=search["q"])
     if search.get("since"):
-        runs = runs.filter(started_at__gte=_search_time(search["since"], name="since"))
+        runs = runs.filter(started_at__gte=datetime_decode(search["since"], what="since"))
     if search.get("until"):
-        runs = runs.filter(started_at__lt=_search_time(search["until"], name="until"))
+        runs = runs.filter(started_at__lt=datetime_decode(search["until"], what="until"))
     if search.get("flag"):  # a derived flag flipped to true in the run
         flipped = Flip.objects.filter(run=OuterRef("pk"), variable=search["flag"], value=True)
         runs = runs.filter(Exists(flipped))

@@ -191,6 +191,13 @@ def test_runs_list_searches_a_time_range_and_a_flipped_flag(staff, generator):
         ({"environment": "moon"}, "environment"),
         ({"since": "yesterday"}, "since"),
         ({"until": "2026-13-45"}, "until"),
+        ({"since": "2026-02-30T00:00"}, "since"),  # well formed, but no such day
+        ({"since": "2026-13-01T00:00"}, "since"),
+        ({"until": "2026-01-01T25:00"}, "until"),
+        ({"since": "2026-01-01T00:61"}, "since"),
+        ({"since": "0000-01-01T00:00"}, "since"),
+        ({"since": "2026-01-01T00:00+25:00"}, "since"),
+        ({"until": "0001-01-01T00:00+23:00"}, "until"),  # before the first instant in UTC
         ({"before": "not-a-cursor!"}, "before"),
         ({"after": "bm9wZQ"}, "after"),
     ],

@@ -235,6 +235,18 @@ def test_import_run_refuses_bad_files_naming_the_line(tmp_path, db):
             json.dumps({"run": {**header["run"], "runtime": {"framework": "a b"}}}) + "\n",
             "line 1: run.runtime.framework:",
         ),
+        (
+            json.dumps({"run": {**header["run"], "started_at": "2026-02-30T00:00:00"}}) + "\n",
+            "line 1: run.started_at: expected a date and time .*: no such date or time",
+        ),
+        (
+            json.dumps({"run": {**header["run"], "ended_at": "yesterday"}}) + "\n",
+            "line 1: run.ended_at: expected a date and time",
+        ),
+        (
+            json.dumps({"run": {**header["run"], "last_event_at": 5}}) + "\n",
+            "line 1: run.last_event_at: expected a date and time",
+        ),
     ]
     for text, message in cases:
         bad.write_text(text)
