@@ -516,6 +516,20 @@ ADMIN_RULES = [
         id="trigger-agent-required",
     ),
     pytest.param(
+        {"derived_variables-0-triggers-0-equals": ""},
+        "derived_variables-0-triggers-0",
+        "equals",
+        "at least 1 character",
+        id="trigger-equals-empty",
+    ),
+    pytest.param(
+        {"derived_variables-0-triggers-0-equals": "   "},  # the form strips it: empty
+        "derived_variables-0-triggers-0",
+        "equals",
+        "at least 1 character",
+        id="trigger-equals-blank-trimmed",
+    ),
+    pytest.param(
         {"derived_variables-0-triggers-0-count": "3"},
         "derived_variables-0-triggers-0",
         "count",

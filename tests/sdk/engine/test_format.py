@@ -328,3 +328,31 @@ def test_shipped_values_that_look_like_credentials_are_refused(
     assert len(issues) == 1 and issues[0][0] == path
     assert issues[0][1].startswith("looks like a credential")
     assert "storing secrets in any context variable is an anti-pattern" in issues[0][1]
+
+
+@pytest.mark.parametrize("match", [{}, {"trim": False}, {"case_sensitive": True}])
+def test_an_agent_text_trigger_needs_text_to_match(match: dict[str, Any]) -> None:
+    """An empty ``match.equals`` could never match: a turn's text is reported only when it
+    has some."""
+    config = config_with(derived_variables=[derived_var("done", says("Interview", "", **match))])
+    assert _name_issues(config) == [
+        (f"{CV}.derived_variables[0].triggers[0].match.equals",
+         "string should have at least 1 character")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("equals", "trim", "refused"),
+    [(" ", True, True), ("\t\n", True, True), (" ", False, False), (" NEXT ", True, False)],
+)
+def test_only_whitespace_matches_nothing_once_trimmed(
+    equals: str, trim: bool, refused: bool
+) -> None:
+    config = config_with(
+        derived_variables=[derived_var("done", says("Interview", equals, trim=trim))]
+    )
+    expected = [
+        (f"{CV}.derived_variables[0].triggers[0].match",
+         "equals: only whitespace, which trim removes: it could never match a turn's text")
+    ]
+    assert _name_issues(config) == (expected if refused else [])

@@ -184,9 +184,19 @@ class EnvironmentVariable(_Model):
 
 
 class TextMatch(_Model):
-    equals: Annotated[str, Field(max_length=MATCH_TEXT_MAX_CHARS)]
+    equals: Annotated[str, Field(min_length=1, max_length=MATCH_TEXT_MAX_CHARS)]
     case_sensitive: bool = False
     trim: bool = True
+
+    @model_validator(mode="after")
+    def _can_match(self) -> TextMatch:
+        # A turn's text is reported only when it has some: text trimming leaves empty never
+        # matches, so the flag could never flip.
+        if self.trim and not self.equals.strip():
+            raise ValueError(
+                "equals: only whitespace, which trim removes: it could never match a turn's text"
+            )
+        return self
 
 
 class AgentTextTrigger(_Model):
