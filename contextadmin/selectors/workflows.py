@@ -12,6 +12,7 @@ from contextadmin_sdk.engine import format as fmt
 
 from contextadmin import specs
 from contextadmin.models import (
+    DerivedVariable,
     Handoff,
     OutputMapping,
     Trigger,
@@ -36,6 +37,15 @@ def workflow_has_definitions(*, workflow: Workflow) -> bool:
     return (
         workflow.variables.exists() or workflow.handoffs.exists() or workflow.outputs.exists()
     )
+
+
+def derived_flag_names(*, workflow: Workflow | None = None) -> set[str]:
+    """The derived flags defined now, of one workflow or of all (what a flag_flipped webhook
+    may name)."""
+    flags = DerivedVariable.objects.all()
+    if workflow is not None:
+        flags = flags.filter(workflow=workflow)
+    return set(flags.values_list("name", flat=True))
 
 
 def workflow_document(*, workflow: Workflow) -> dict[str, Any]:

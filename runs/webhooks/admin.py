@@ -63,6 +63,7 @@ class SubscriptionForm(forms.ModelForm):
                     flags=data.get("flags", ""),
                     end_statuses=list(data.get("end_statuses") or []),
                     format=data.get("format", "standard"),
+                    workflow=data.get("workflow"),
                 )
             )
         except ValidationError as exc:

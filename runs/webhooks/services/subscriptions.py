@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import re
 import secrets
 import time
 from collections.abc import Iterable
@@ -16,10 +17,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
+from contextadmin_sdk.engine import format as fmt
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from contextadmin import selectors
 from contextadmin.models import Workflow
 from runs.webhooks.models import EVENTS, FORMATS, Subscription
 
@@ -89,6 +92,23 @@ def _names(value: Any, field: str) -> list[str]:
     return [v.strip() for v in value if v.strip()]
 
 
+def _flags_problem(names: list[str], *, workflow: Workflow | None) -> str | None:
+    """A flag_flipped filter names derived flags defined now: a typo would never fire."""
+    if not names:
+        return None
+    for name in names:
+        if len(name) > fmt.NAME_MAX_CHARS or not re.fullmatch(fmt.NAME_PATTERN, name):
+            return f"{name[:60]!r} is not a variable name (lower_snake_case)"
+    defined = selectors.derived_flag_names(workflow=workflow)
+    missing = [name for name in names if name not in defined]
+    if not missing:
+        return None
+    if workflow is None:
+        return f"no workflow has a derived flag named {missing[0]!r}"
+    known = ", ".join(sorted(defined)[:20]) or "none"
+    return f"{workflow.name} has no derived flag {missing[0]!r} (its flags: {known})"
+
+
 def subscription_clean(
     *,
     url: Any,
@@ -96,6 +116,7 @@ def subscription_clean(
     flags: Any = None,
     end_statuses: Any = None,
     format: Any = "standard",
+    workflow: Workflow | None = None,
 ) -> dict[str, Any]:
     """Check a subscription's fields; raise ``ValidationError`` naming each bad field."""
     errors: dict[str, str] = {}
@@ -114,6 +135,9 @@ def subscription_clean(
         names = []
     try:
         flag_names = _names(flags, "flags")
+        problem = _flags_problem(flag_names, workflow=workflow)
+        if problem:
+            errors["flags"] = problem
     except ValidationError as exc:
         errors.update({k: v[0] for k, v in exc.message_dict.items()})
         flag_names = []
@@ -153,6 +177,7 @@ def subscription_create(
 ) -> tuple[Subscription, str]:
     """Create a subscription; return it and its signing secret (shown once, never again)."""
     fields = subscription_clean(
+        workflow=workflow,
         url=url,
         events=list(events) if not isinstance(events, str) else events,
         flags=list(flags) if flags is not None and not isinstance(flags, str) else flags,

@@ -20,14 +20,27 @@ def _form(**fields) -> dict:
     }
 
 
-def test_add_shows_the_secret_once(admin_client) -> None:
-    response = admin_client.post(reverse(ADD), _form(flags="a, b"))
+@pytest.fixture
+def chat():
+    """The demo chat workflow: three derived flags a flag_flipped filter may name."""
+    from django.conf import settings
+
+    from contextadmin.models import Workflow
+    from contextadmin.services import workflow_import
+
+    path = settings.BASE_DIR / "contextadmin" / "demo" / "ag2_context_variables.json"
+    workflow_import(name="GeneratorChat", data=path.read_bytes())
+    return Workflow.objects.get(name="GeneratorChat")
+
+
+def test_add_shows_the_secret_once(admin_client, chat) -> None:
+    response = admin_client.post(reverse(ADD), _form(flags="interview_complete, context_saved"))
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     subscription = Subscription.objects.get()
     assert subscription.secret.startswith("whsec_")
     assert subscription.secret in response.content.decode()
-    assert subscription.flags == ["a", "b"]
+    assert subscription.flags == ["interview_complete", "context_saved"]
     change = admin_client.get(reverse("admin:webhooks_subscription_change", args=[subscription.pk]))
     assert change.status_code == 200
     assert subscription.secret not in change.content.decode()
@@ -40,11 +53,22 @@ def test_add_shows_the_secret_once(admin_client) -> None:
         ({"url": "https://10.0.0.7/x"}, "url", "private"),
         ({"events": ["nope"]}, "events", "nope"),
         ({"end_statuses": ["done"]}, "end_statuses", "done"),
+        ({"flags": "Bad Flag!!"}, "flags", "'Bad Flag!!' is not a variable name"),
+        ({"flags": "interview_complete, no_such_flag"}, "flags", "no workflow has a derived flag"),
+        ({"flags": "product_tier"}, "flags", "no workflow has a derived flag named 'product_tier'"),
+        (
+            {"flags": "no_such_flag", "workflow": "CHAT"},
+            "flags",
+            "GeneratorChat has no derived flag 'no_such_flag' (its flags: context_saved, "
+            "handoffs_reviewed, interview_complete)",
+        ),
     ],
 )
 def test_bad_input_is_refused_with_the_field_named(
-    admin_client, settings, fields, field, says
+    admin_client, settings, chat, fields, field, says
 ) -> None:
+    if fields.get("workflow") == "CHAT":
+        fields = {**fields, "workflow": str(chat.pk)}
     settings.WEBHOOKS_ALLOW_HTTP = settings.WEBHOOKS_ALLOW_PRIVATE = False  # the defaults
     response = admin_client.post(reverse(ADD), _form(**fields))
     assert response.status_code == 200

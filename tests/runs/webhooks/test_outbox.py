@@ -88,7 +88,9 @@ def test_a_refused_batch_writes_no_delivery(generator) -> None:
 
 
 def test_filters_flags_statuses_and_workflow(generator) -> None:
-    workflow_import(name="Other", data=demo_config())
+    config = demo_config()  # a flag a filter may name, which Generator's runs never flip
+    config["context_variables"]["derived_variables"][0]["name"] = "some_other_flag"
+    workflow_import(name="Other", data=config)
     other = Workflow.objects.get(name="Other")
     flags_only = subscription_create(
         url="https://h.example/a", events=["flag_flipped"], flags=["some_other_flag"]

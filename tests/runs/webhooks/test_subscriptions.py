@@ -65,8 +65,7 @@ def test_bad_fields_are_named(fields, field, says) -> None:
     assert says in caught.value.message_dict[field][0]
 
 
-@pytest.mark.django_db
-def test_webhook_add_prints_the_secret_once_and_it_signs() -> None:
+def test_webhook_add_prints_the_secret_once_and_it_signs(generator) -> None:
     out, err = io.StringIO(), io.StringIO()
     call_command(
         "webhook_add", "https://hooks.example.com/x", "--events", "flag_flipped,run_ended",
@@ -91,6 +90,14 @@ def test_webhook_add_prints_the_secret_once_and_it_signs() -> None:
         (["http://hooks.example.com/x", "--events", "flag_flipped"], "url: must start with"),
         (["https://hooks.example.com/x", "--events", "handoff", "--workflow", "Nope"], "workflow"),
         (["https://hooks.example.com/x", "--events", "handoff", "--format", "x"], "format:"),
+        (
+            ["https://hooks.example.com/x", "--events", "flag_flipped", "--flags", "Bad Flag!!"],
+            "flags: 'Bad Flag!!' is not a variable name",
+        ),
+        (
+            ["https://hooks.example.com/x", "--events", "flag_flipped", "--flags", "nope"],
+            "flags: no workflow has a derived flag named 'nope'",
+        ),
     ],
 )
 def test_webhook_add_refuses_bad_input_and_stores_nothing(settings, args, says) -> None:
