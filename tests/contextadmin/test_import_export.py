@@ -392,8 +392,16 @@ REJECTIONS = [
     pytest.param(
         lambda d: json.dumps(d).replace("25", "9" * 5000).encode(),
         "",
-        "not valid JSON",
+        "an integer of 5,000 digits: integers must fit in a signed 64-bit integer",
         id="integer-too-long-to-decode",
+    ),
+    pytest.param(
+        lambda d: json.dumps(d).replace(
+            '"context_variables": {', '"context_variables": {}, "context_variables": {', 1
+        ),
+        "",
+        "the key 'context_variables' is given twice in one object: keep one",
+        id="key-given-twice",
     ),
     pytest.param(lambda d: b"[" * 100_000, "", "nested too deeply", id="nested-too-deeply"),
     pytest.param(_set(CV, []), CV, "must be an object", id="section-not-object"),

@@ -356,3 +356,25 @@ def test_only_whitespace_matches_nothing_once_trimmed(
          "equals: only whitespace, which trim removes: it could never match a turn's text")
     ]
     assert _name_issues(config) == (expected if refused else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"context_variables": {}, "context_variables": {}}',
+         "the key 'context_variables' is given twice in one object: keep one"),
+        ('{"context_variables": {"declarative_variables": [{"name": "a", "value": 1, '
+         '"name": "b"}]}}', "the key 'name' is given twice"),
+        ('{"context_variables": {"declarative_variables": [{"name": "a", "type": "integer", '
+         '"value": ' + "9" * 5000 + "}]}}", "an integer of 5,000 digits: integers must fit"),
+    ],
+)
+def test_a_file_that_says_a_key_twice_or_an_endless_integer_is_refused(
+    text: str, says: str
+) -> None:
+    """Which of two equal keys a reader keeps is up to the reader: such a file is ambiguous;
+    an integer no 64-bit integer can hold is refused before Python converts it."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    assert [issue.path for issue in caught.value.issues] == [""]
+    assert says in caught.value.issues[0].message

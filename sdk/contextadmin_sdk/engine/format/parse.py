@@ -152,13 +152,46 @@ def _normalize(data: Any, warnings: list[str]) -> Any:
     return data
 
 
+class _Ambiguous(ValueError):
+    """What a file says twice (a key) or cannot say at all (an integer past 64 bits)."""
+
+
+def _object_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: with a key twice, which one a reader
+    keeps is up to the reader (the last, here), so the file is refused instead."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Ambiguous(f"the key {key[:80]!r} is given twice in one object: keep one")
+            seen.add(key)
+    return result
+
+
+def _int_in_range(digits: str) -> int:
+    """An integer literal, refused before conversion when no 64-bit integer is that long (the
+    conversion of a huge one is slow, and Python refuses past 4,300 digits)."""
+    if len(digits.lstrip("-")) > 19:
+        count = len(digits.lstrip("-"))
+        raise _Ambiguous(f"an integer of {count:,} digits: integers {INT64_MESSAGE}")
+    return int(digits)
+
+
+def _document_loads(data: bytes | str) -> Any:
+    """Decode a document's JSON, refusing keys given twice and integers past 64 bits."""
+    return json.loads(data, object_pairs_hook=_object_once, parse_int=_int_in_range)
+
+
 def parse_config(data: Any) -> ParsedConfig:
     """Validate a decoded ``context_variables.json`` (or its bytes/str) into a config."""
     warnings: list[str] = []
     if isinstance(data, bytes | str):
         try:
-            data = json.loads(data)
-        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, over-long integers
+            data = _document_loads(data)
+        except _Ambiguous as exc:
+            raise ConfigError([ConfigIssue((), f"not accepted: {exc}")]) from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
             raise ConfigError([ConfigIssue((), f"not valid JSON: {exc}")]) from None
         except RecursionError:
             raise ConfigError([ConfigIssue((), "the document is nested too deeply")]) from None
