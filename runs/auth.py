@@ -47,7 +47,9 @@ def authenticate(
     """
     secret = bearer_secret(authorization)
     if secret is not None or (authorization and not session_allowed):
-        token = api_token_authenticate(secret=secret) if secret else None
+        if secret is None:  # another scheme (Basic, a bare token) where only Bearer counts
+            raise Unauthorized("Authorization: expected `Bearer <token>`")
+        token = api_token_authenticate(secret=secret)
         if token is None:
             raise Unauthorized("Authorization: invalid or revoked token")
         token_rate_check(token=token)

@@ -140,7 +140,7 @@ def workflow_export_version(
     """
     if environment not in ENVIRONMENTS:
         raise UnknownEnvironment(
-            f"environment must be one of {', '.join(ENVIRONMENTS)}, got {environment!r}"
+            f"one of {', '.join(ENVIRONMENTS)}, got {environment!r}"
         )
     rows = WorkflowVersion.objects.filter(workflow=workflow)
     if version is None:

@@ -78,7 +78,7 @@ def workflow_export(*, workflow: Workflow, environment: str = "development") -> 
     """Return the canonical ``context_variables.json`` of a workflow for an environment."""
     if environment not in ENVIRONMENTS:
         raise UnknownEnvironment(
-            f"environment must be one of {', '.join(ENVIRONMENTS)}, got {environment!r}"
+            f"one of {', '.join(ENVIRONMENTS)}, got {environment!r}"
         )
     config = workflow_config(workflow=workflow)
     return fmt.config_export_bytes(config, production=environment == "production")

@@ -185,6 +185,14 @@ def test_export_with_a_token_scoped_or_not(site, client):
     assert f"{MARK}-desc".encode() in scoped.content
     basic = client.get(path.format("Generator"), HTTP_AUTHORIZATION="Basic b3A6cHc=")
     assert basic.status_code == 401
+    # where only a token counts, another scheme is told which one: even with a good secret
+    for header in (f"Basic {unscoped}", unscoped, f"Token {unscoped}"):
+        start = client.post(
+            "/api/runs/", {"workflow": "Generator", "enterprise_id": "a"},
+            content_type="application/json", HTTP_AUTHORIZATION=header,
+        )
+        assert start.status_code == 401
+        assert start.json()["error"] == "Authorization: expected `Bearer <token>`"
 
 
 def test_a_created_token_secret_is_shown_once(site, django_user_model, caplog):
