@@ -20,7 +20,9 @@ from contextadmin.admin.inlines import (
     EnvironmentInline,
     HandoffInline,
     OutputMappingInline,
+    TriggerInline,
 )
+from contextadmin.admin.merge import stale_post_merge
 from contextadmin.admin.versions import WorkflowVersionsMixin, version_saved_message
 from contextadmin.forms import (
     DefinitionsFormSet,
@@ -159,6 +161,18 @@ class WorkflowAdmin(WorkflowImportMixin, WorkflowVersionsMixin, nested_admin.Nes
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         workflow = self.get_object(request, object_id)
+        if workflow is not None and request.method == "POST":
+            merged = stale_post_merge(
+                post=request.POST,
+                workflow=workflow,
+                workflow_form=self.form,
+                row_forms={
+                    **{inline.formset.key: inline.form for inline in self.inlines},
+                    "triggers": TriggerInline.form,  # nested under each derived variable
+                },
+            )
+            if merged is not None:  # refused as stale below; shown with both operators' edits
+                request.POST = merged
         if workflow is not None:
             head = selectors.workflow_head(workflow=workflow)
             if head is not None:  # the version this page shows, named after workflow and variant

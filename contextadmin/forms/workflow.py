@@ -19,8 +19,9 @@ class WorkflowForm(forms.ModelForm):
     """The workflow itself, the page's concurrency token and a note for the version.
 
     ``base_version`` is the version the page showed. Saving from an older one is refused
-    (``services.StaleEdit``): the page comes back with everything typed kept, the diff of what
-    changed meanwhile, and the token moved to the stored version so the next save goes through.
+    (``services.StaleEdit``): the page comes back with the diff of what changed meanwhile,
+    holding the stored values of the fields its user left alone and the user's edits
+    (``admin.merge``), and the token moved to the stored version so the next save keeps both.
     """
 
     base_version = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
@@ -58,7 +59,8 @@ class WorkflowForm(forms.ModelForm):
                 raise ValidationError(
                     f"Not saved: version {current.number} was {current.get_action_display()} "
                     f"by {current.who} since you opened this page (what changed is shown "
-                    "above); your edits are kept.",
+                    "above). The page now holds their changes and your edits (where you both "
+                    "changed a field, yours): check it, then save again to keep both.",
                     code="stale",
                 ) from None
         return data

@@ -103,8 +103,8 @@ def test_a_stale_tab_is_refused_keeps_what_was_typed_and_shows_the_diff(
         OUTPUT.mkdir(exist_ok=True)
         tab_b.screenshot(path=str(OUTPUT / "admin-stale-save-refused.png"), full_page=True)
 
-        # Merge: take tab A's value too, and save again.
-        value_input(tab_b, "max_items").fill("30")
+        # The page holds tab A's change to a field tab B left alone: saving again keeps both.
+        expect(value_input(tab_b, "max_items")).to_have_value("30")
         tab_b.click("input[name=_continue]")
         expect(tab_b.locator("ul.messagelist")).to_contain_text("Saved as version 3, published.")
         assert tab_a.page_errors == [] and tab_b.page_errors == []

@@ -129,7 +129,7 @@ def test_a_revision_follows_handoffs(db: None, example: dict[str, Any]) -> None:
 
 
 # -- no lost update -----------------------------------------------------------------------------
-def test_a_stale_save_is_refused_with_who_when_and_the_diff_and_keeps_what_was_typed(
+def test_a_stale_save_is_refused_with_who_when_and_the_diff_and_keeps_both_edits(
     staff_client: Client, generator: Workflow
 ) -> None:
     colleague = other_staff("colleague")
@@ -147,17 +147,19 @@ def test_a_stale_save_is_refused_with_who_when_and_the_diff_and_keeps_what_was_t
     assert "version 2 was saved by colleague at" in html
     assert 'id="stale-diff"' in html
     assert "declarative variable max_items" in html and "value 25 → 30" in html
-    # What tab B typed is still on the page, and the stored definitions are tab A's.
+    assert "The page now holds their changes and your edits" in html
+    # What tab B typed is still on the page, beside tab A's change to a field B left alone;
+    # the stored definitions are tab A's.
     again = form_data(html)
     assert again[field(again, "declarative", "product_tier", "value")] == "ga"
+    assert again[field(again, "declarative", "max_items", "value")] == "30"
     assert again["base_version"] == "2"
     stored = json.loads(selectors.workflow_export(workflow=generator))
     assert [v["value"] for v in stored["context_variables"]["declarative_variables"]] == [
         "beta",
         30,
     ]
-    # Having seen the diff, tab B merges tab A's change into what it typed and saves again.
-    again[field(again, "declarative", "max_items", "value")] = "30"
+    # Having seen the diff, tab B saves again: both edits are kept (none undone unseen).
     again["_continue"] = "Save and continue editing"
     assert staff_client.post(change_url(generator), again).status_code == 302
     stored = json.loads(selectors.workflow_export(workflow=generator))
@@ -166,6 +168,39 @@ def test_a_stale_save_is_refused_with_who_when_and_the_diff_and_keeps_what_was_t
         30,
     ]
     assert versions(generator)[-2:] == [(2, "save", "colleague"), (3, "save", "operator")]
+
+
+def test_after_a_stale_refusal_a_field_both_changed_keeps_the_pages_value_and_others_merge(
+    staff_client: Client, generator: Workflow
+) -> None:
+    """Where both operators changed the same field the page's user wins (they see the diff);
+    every other change of the other save, a checkbox and a description included, is kept."""
+    colleague = other_staff("colleague")
+    tab_a = page_data(client_for(colleague), generator)
+    tab_b = page_data(staff_client, generator)
+    trim = next(key for key in tab_a if key.endswith("-triggers-0-trim"))
+    described = field(tab_a, "declarative", "product_tier", "description")
+    tab_a[field(tab_a, "declarative", "max_items", "value")] = "30"
+    tab_a[described] = "their note"
+    del tab_a[trim]  # trim unticked
+    assert client_for(colleague).post(change_url(generator), tab_a).status_code == 302
+
+    tab_b[field(tab_b, "declarative", "max_items", "value")] = "40"  # both changed it
+    refused = staff_client.post(change_url(generator), tab_b)
+    assert refused.status_code == 200
+    again = form_data(refused.content.decode())
+    assert again[field(again, "declarative", "max_items", "value")] == "40"
+    assert again[described] == "their note"
+    assert trim not in again  # unticked, as tab A left it
+    again["_continue"] = "Save and continue editing"
+    assert staff_client.post(change_url(generator), again).status_code == 302
+
+    stored = json.loads(selectors.workflow_export(workflow=generator))
+    declared = stored["context_variables"]["declarative_variables"]
+    assert [v["value"] for v in declared] == ["beta", 40]
+    assert declared[0]["description"] == "their note"
+    match = stored["context_variables"]["derived_variables"][0]["triggers"][0]["match"]
+    assert match.get("trim") is False
 
 
 def test_an_import_counts_as_a_save_for_a_page_opened_before_it(
