@@ -48,7 +48,7 @@ class WorkflowAdmin(WorkflowImportMixin, WorkflowVersionsMixin, nested_admin.Nes
 
     class Media:
         css = {"all": ["contextadmin/admin.css"]}
-        js = ["contextadmin/workflow.js"]
+        js = ["contextadmin/workflow.js", "contextadmin/reorder.js"]
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         """Let whoever may delete a workflow delete its definitions with it.
