@@ -334,4 +334,25 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
   if (scroller.scrollWidth > scroller.clientWidth && focus) {
     scroller.scrollLeft = focus.x - left - scroller.clientWidth / 2;
   }
+  const hint = el("p", { class: "graph-scroll-hint muted", hidden: "" },
+    "Wider than the screen: scroll sideways to see all of it.");
+  scroller.after(hint);
+  // whenever the graph is wider than its panel (a phone, a turned screen), say so and let the
+  // keyboard scroll it: what is off screen is scrolled, not cut
+  widthWatch.disconnect();
+  widthWatch = new ResizeObserver(() => {
+    const wide = scroller.scrollWidth > scroller.clientWidth;
+    scroller.classList.toggle("graph-wide", wide);
+    hint.hidden = !wide;
+    if (wide) {
+      scroller.tabIndex = 0;
+      scroller.setAttribute("aria-label", "Agents graph, wider than the screen: scroll sideways");
+    } else {
+      scroller.removeAttribute("tabindex");
+      scroller.removeAttribute("aria-label");
+    }
+  });
+  widthWatch.observe(scroller);
 }
+
+let widthWatch = new ResizeObserver(() => {});  // the one graph's; replaced with it

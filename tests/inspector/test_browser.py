@@ -450,8 +450,20 @@ def test_run_page_screenshots_at_desktop_and_narrow_widths(page, live):
     page.screenshot(path=str(OUTPUT / "run-page-dark.png"), full_page=True)
     page.emulate_media(color_scheme="light")
     page.locator("#graph").screenshot(path=str(OUTPUT / "run-graph.png"))
+    hint = page.locator("#graph .graph-scroll-hint")
+    expect(hint).to_be_hidden()  # the graph fits a desktop panel
     page.set_viewport_size({"width": 390, "height": 844})
     page.wait_for_timeout(200)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    # wider than a phone: it scrolls (from the keyboard too), and the page says so
+    expect(hint).to_be_visible()
+    expect(hint).to_have_text("Wider than the screen: scroll sideways to see all of it.")
+    scroller = page.locator("#graph .graph-scroll")
+    expect(scroller).to_have_attribute("tabindex", "0")
+    scroller.focus()
+    before = scroller.evaluate("node => node.scrollLeft")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(150)
+    assert scroller.evaluate("node => node.scrollLeft") != before
     page.screenshot(path=str(OUTPUT / "run-page-narrow.png"), full_page=True)
     assert (OUTPUT / "run-page.png").stat().st_size > 10_000
