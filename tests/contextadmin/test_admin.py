@@ -658,6 +658,18 @@ ADMIN_RULES = [
 ]
 
 
+def _row_the_edits_leave(data: dict[str, Any], edits: dict[str, Any], prefix: str) -> str:
+    """A variable row neither edited nor named by ``edits`` (product_tier in a condition)."""
+    touched = {prefix, *(key.rsplit("-", 1)[0] for key in edits if key != HANDOFF)}
+    named = str(edits)
+    return next(
+        row
+        for row in ("declarative_variables-1", "declarative_variables-0", "database_variables-0")
+        if row not in touched and f"{row}-name" in data and data[f"{row}-name"] not in named
+    )
+
+
+@pytest.mark.parametrize("deleting", [False, True], ids=["alone", "with-a-deletion"])
 @pytest.mark.parametrize(("edits", "prefix", "field", "message"), ADMIN_RULES)
 def test_rule_is_enforced_next_to_the_field(
     staff_client: Client,
@@ -666,13 +678,18 @@ def test_rule_is_enforced_next_to_the_field(
     prefix: str,
     field: str,
     message: str,
+    deleting: bool,
 ) -> None:
+    """Each rule refuses the save next to its field, also when the same save deletes a row
+    (nested_admin then cleans every form a second time: the page's check must still hold)."""
     data = page_data(staff_client, generator)
     for key, value in edits.items():
         if key == HANDOFF:
             add_form(data, "handoffs", description="", **value)
         else:
             data[key] = value
+    if deleting:
+        data[f"{_row_the_edits_leave(data, edits, prefix)}-DELETE"] = "on"
     before = db_dump()
 
     response = staff_client.post(change_url(generator), data)

@@ -12,14 +12,7 @@ from django.test import Client
 from contextadmin import services
 from contextadmin.models import Workflow, WorkflowVersion
 from tests.contextadmin.conftest import db_dump
-from tests.contextadmin.formdata import add_form
-from tests.contextadmin.test_admin import (
-    ADMIN_RULES,
-    HANDOFF,
-    change_url,
-    field_errors,
-    page_data,
-)
+from tests.contextadmin.test_admin import change_url, field_errors, page_data
 
 pytestmark = pytest.mark.django_db
 
@@ -60,44 +53,3 @@ def test_deleting_a_variable_a_handoff_names_is_refused_at_the_condition(
     assert errors and name in errors[0], errors
     assert db_dump() == before
     assert WorkflowVersion.objects.count() == versions
-
-
-@pytest.mark.parametrize(("edits", "prefix", "field", "message"), ADMIN_RULES)
-def test_every_rule_still_holds_when_the_same_save_deletes_a_row(
-    staff_client: Client,
-    generator: Workflow,
-    edits: dict[str, Any],
-    prefix: str,
-    field: str,
-    message: str,
-) -> None:
-    """A deletion makes nested_admin clean every form a second time: each rule of the page
-    (ADMIN_RULES) must still refuse the save, next to its field, when a row is deleted too."""
-    data = page_data(staff_client, generator)
-    for key, value in edits.items():
-        if key == HANDOFF:
-            add_form(data, "handoffs", description="", **value)
-        else:
-            data[key] = value
-    touched = {prefix, *(key.rsplit("-", 1)[0] for key in edits if key != HANDOFF)}
-    named = str(edits)  # a row the edits name (product_tier in a condition, say) stays
-    row = next(
-        candidate
-        for candidate in (
-            "declarative_variables-1",
-            "declarative_variables-0",
-            "database_variables-0",
-        )
-        if candidate not in touched
-        and f"{candidate}-name" in data
-        and data[f"{candidate}-name"] not in named
-    )
-    data[f"{row}-DELETE"] = "on"
-    before = db_dump()
-
-    response = staff_client.post(change_url(generator), data)
-
-    assert response.status_code == 200, "the page must be shown again with the error"
-    errors = field_errors(response, prefix, field)
-    assert any(message in error for error in errors), errors
-    assert db_dump() == before

@@ -25,14 +25,7 @@ def test_operator_adds_a_derived_variable_with_a_trigger_and_downloads_it(
 
     context = chromium.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000})
     try:
-        page = context.new_page()
-        page_errors: list[str] = []
-        page.on("pageerror", lambda error: page_errors.append(str(error)))
-
-        page.goto(f"{daphne_server.url}/admin/login/?next=/admin/contextadmin/workflow/")
-        page.fill("#id_username", daphne_server.username)
-        page.fill("#id_password", daphne_server.password)
-        page.click("input[type=submit]")
+        page = daphne_server.admin_page(context, next="/admin/contextadmin/workflow/")
         page.get_by_role("link", name="BrowserFlow", exact=True).click()
         expect(page.locator("#id_derived_variables-0-name")).to_have_value("interview_complete")
 
@@ -62,7 +55,7 @@ def test_operator_adds_a_derived_variable_with_a_trigger_and_downloads_it(
         # Named after the workflow and the version the page shows (issue 16).
         assert download.suggested_filename == "BrowserFlow.v2.context_variables.json"
         exported = json.loads(Path(download.path()).read_bytes())
-        assert page_errors == []
+        assert page.page_errors == []
     finally:
         context.close()
 

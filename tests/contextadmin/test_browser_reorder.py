@@ -31,13 +31,7 @@ def test_an_operator_moves_a_handoff_down_with_the_keyboard_and_its_rule_index_f
     before = _rules(daphne_server)
     context = chromium.new_context(viewport={"width": 1400, "height": 1000})
     try:
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(f"{daphne_server.url}/admin/login/?next=/admin/contextadmin/workflow/")
-        page.fill("#id_username", daphne_server.username)
-        page.fill("#id_password", daphne_server.password)
-        page.click("input[type=submit]")
+        page = daphne_server.admin_page(context, next="/admin/contextadmin/workflow/")
         page.get_by_role("link", name="KeyFlow", exact=True).click()
 
         first = f"{before[0][0]} → {before[0][1]}"
@@ -58,7 +52,7 @@ def test_an_operator_moves_a_handoff_down_with_the_keyboard_and_its_rule_index_f
 
         page.click("input[name=_continue]")
         expect(page.locator("ul.messagelist li.success")).to_contain_text("was changed")
-        assert errors == []
+        assert page.page_errors == []
     finally:
         context.close()
     assert _rules(daphne_server) == [before[1], before[0], *before[2:]]

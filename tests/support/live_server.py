@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,18 @@ class LiveServer:
     def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run a management command against the server's database (raises on failure)."""
         return manage(self.env, *args)
+
+    def admin_page(self, context: Any, *, next: str) -> Any:
+        """A page of ``context`` logged in as the server's operator, at ``next``; the page's
+        script errors collect in ``page.page_errors``."""
+        page = context.new_page()
+        page.page_errors = []
+        page.on("pageerror", lambda error: page.page_errors.append(str(error)))
+        page.goto(f"{self.url}/admin/login/?next={next}")
+        page.fill("#id_username", self.username)
+        page.fill("#id_password", self.password)
+        page.click("input[type=submit]")
+        return page
 
 
 def _wait_for_http(url: str, daphne: Daphne, log_path: Path) -> None:
