@@ -105,6 +105,9 @@ def test_pause_buffers_events_and_resume_catches_up_in_order(page, live):
         reporter.event(**event)
     open_run(page, reporter.run_id)
     expect(page.locator("#stream > li")).to_have_count(3)
+    # the panels above the stream catch up after its rows (the agents graph grows by 160 px):
+    # click once the page shows the state at #3, not where the button was a moment before
+    expect(page.locator("#run-seq")).to_have_text("3")
     page.click("#pause")
     expect(page.locator("#pause")).to_have_attribute("aria-pressed", "true")
     for event in chatter(4):
