@@ -70,12 +70,9 @@ class WorkflowCheck:
         cleaned again since: nested_admin validates every form a second time when a save
         deletes a row, and a check that ran once must still refuse the save."""
         for form, field, message in self.placed:
-            if form in formset.forms and _message(field, form, message) not in _messages(
-                form, field
-            ):
-                form.add_error(
-                    field if field in form.fields else None, _message(field, form, message)
-                )
+            text = _message(field, form, message)
+            if form in formset.forms and text not in _messages(form, field):
+                form.add_error(field if field in form.fields else None, text)
 
     def _put(self, form: forms.BaseForm, field: str | None, message: str) -> None:
         if _add_error(form, field, message):
