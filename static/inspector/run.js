@@ -69,6 +69,25 @@ function restoreOnce() {
   travel.restore(initial);
 }
 
+/** The panels first draw the run as the page was rendered, at once, not the replay on the way
+ * there: drawn from the first snapshot, then again up to 250 ms later, the agents graph grew
+ * under the events list and moved what a reader was about to click. */
+let settled = false;
+function redraw() {
+  if (settled) {
+    panels.schedule();
+  } else if (model.lastSeq >= page.run.event_count) {
+    settled = true;
+    panels.schedule({ now: true });
+  }
+}
+setTimeout(() => { // a catch-up that never reaches the rendered count still gets drawn
+  if (!settled) {
+    settled = true;
+    panels.schedule();
+  }
+}, 1000);
+
 // The header's warning count filters the events list to the warnings.
 $("run-warnings-link").addEventListener("click", (event) => {
   event.preventDefault();
@@ -94,7 +113,7 @@ const socket = new LiveSocket(root.dataset.wsPath, {
       if (message.type === "error") $("conn").title = message.error;
       return;
     }
-    panels.schedule();
+    redraw();
     restoreOnce();
   },
 }).start();

@@ -48,7 +48,17 @@ export function runPanels({ page, model, view, jump, conn, afterRender }) {
     return { seq: view.seq, ...view.state, sets: model.sets.filter((set) => set.seq <= view.seq) };
   }
 
-  function schedule() {
+  /** Redraw soon: at the next frame past RENDER_EVERY_MS since the last, or with `now` at the
+   * next frame whatever the last (the page's first draw of a caught-up run). */
+  function schedule({ now = false } = {}) {
+    if (now && renderTimer !== null) {
+      clearTimeout(renderTimer);
+      renderTimer = null;
+    }
+    if (now && frame === null) {
+      frame = requestAnimationFrame(render);
+      return;
+    }
     if (frame !== null || renderTimer !== null) return;
     const wait = lastRender + RENDER_EVERY_MS - performance.now();
     if (wait <= 0) frame = requestAnimationFrame(render);

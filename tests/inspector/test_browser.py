@@ -105,9 +105,6 @@ def test_pause_buffers_events_and_resume_catches_up_in_order(page, live):
         reporter.event(**event)
     open_run(page, reporter.run_id)
     expect(page.locator("#stream > li")).to_have_count(3)
-    # the panels above the stream catch up after its rows (the agents graph grows by 160 px):
-    # click once the page shows the state at #3, not where the button was a moment before
-    expect(page.locator("#run-seq")).to_have_text("3")
     page.click("#pause")
     expect(page.locator("#pause")).to_have_attribute("aria-pressed", "true")
     for event in chatter(4):
@@ -119,6 +116,33 @@ def test_pause_buffers_events_and_resume_catches_up_in_order(page, live):
     expect(page.locator("#stream > li")).to_have_count(7)
     assert stream_seqs(page) == list(range(1, 8))
     expect(page.locator("#pause")).to_have_text("Pause live")
+
+
+def test_the_page_holds_still_once_its_events_show(page, live):
+    """The panels draw the run as the page was rendered together with its events: drawn first
+    at the stream window's start and up to 250 ms later at its end, the agents graph grew by
+    160 px under the events list and moved the Pause button away from a click."""
+    reporter = live.reporter()
+    for event in chatter(3):
+        reporter.event(**event)
+    # every frame from the page's start: how many event rows show, and where Pause is
+    page.add_init_script("""
+      window.frames_seen = [];
+      const look = () => {
+        const pause = document.getElementById("pause");
+        const rows = document.querySelectorAll("#stream > li").length;
+        if (pause) window.frames_seen.push([rows, pause.getBoundingClientRect().top]);
+        if (window.frames_seen.length < 400) requestAnimationFrame(look);
+      };
+      requestAnimationFrame(look);
+    """)
+    open_run(page, reporter.run_id)
+    expect(page.locator("#stream > li")).to_have_count(3)
+    expect(page.locator("#run-seq")).to_have_text("3")
+    page.wait_for_timeout(500)
+    seen = page.evaluate("window.frames_seen")
+    once_shown = {round(top) for rows, top in seen if rows == 3}
+    assert len(once_shown) == 1, f"Pause moved after the events showed: {sorted(once_shown)}"
 
 
 def test_dropped_sockets_and_seq_jumps_resync_without_gaps_or_duplicates(page, live):
