@@ -1,4 +1,11 @@
-"""Refuses a database part-way through a squashed chain of migrations (docs/deploy.md, Upgrading).
+"""Checks of the stored data that ``manage.py migrate`` runs first (``Tags.database``).
+
+``published_definitions_check``: a published version this release's format refuses (a rule
+made stricter since it was saved) warns at upgrade, naming the workflows and what to fix,
+instead of surfacing as runs refused with a 409.
+
+``squashed_migrations_check`` refuses a database part-way through a squashed chain of
+migrations (docs/deploy.md, Upgrading).
 
 A squashed migration runs on a database that has none of the migrations it replaces and counts
 as applied on one that has them all. With the replaced files deleted, Django cannot bring a
@@ -14,12 +21,52 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from contextadmin_sdk.engine import format as fmt
+from django.core import checks
 from django.core.checks import Error
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
 PART_WAY = "contextadmin.E001"
+UNPARSABLE = "contextadmin.W002"
+
+
+def published_definitions_check(
+    *, databases: Iterable[str] | None = None, **kwargs: Any
+) -> list[checks.Warning]:
+    """A warning for each workflow whose published definitions this release refuses."""
+    from contextadmin.models import Workflow  # the check runs before the apps' models load
+
+    if not databases:
+        return []
+    warnings = []
+    for alias in databases:
+        try:
+            published = list(
+                Workflow.objects.using(alias)
+                .exclude(published_version=None)
+                .values_list("name", "published_version__number", "published_version__export")
+            )
+        except DatabaseError:  # not migrated yet: nothing published to check
+            continue
+        for name, number, export in published:
+            try:
+                fmt.parse_config(export)
+            except fmt.ConfigError as exc:
+                warnings.append(
+                    checks.Warning(
+                        f"Workflow {name!r}: its published version {number} breaks a rule of "
+                        f"this release ({exc.issues[0]}); runs of it are refused until it is "
+                        "fixed.",
+                        hint=(
+                            f"Open {name} in the admin, fix the field its page points at, and "
+                            "save (and approve, with review on): that publishes a new version."
+                        ),
+                        id=UNPARSABLE,
+                    )
+                )
+    return warnings
 
 
 def squashed_migrations_check(
