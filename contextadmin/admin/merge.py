@@ -67,12 +67,12 @@ def stale_post_merge(
             posted.append((form, found["prefix"], post[key]))
     rows: dict[type, dict[str, Any]] = {}  # each model's posted rows, one query a model
     for form, _, pk in posted:
-        rows.setdefault(form._meta.model._meta.concrete_model, {})[pk] = None
+        rows.setdefault(form.Meta.model._meta.concrete_model, {})[pk] = None
     for model, by_pk in rows.items():
         ids = [pk for pk in by_pk if pk.isdigit()]
         by_pk.update({str(pk): row for pk, row in model._base_manager.in_bulk(ids).items()})
     for form, prefix, pk in posted:
-        concrete = form._meta.model._meta.concrete_model
+        concrete = form.Meta.model._meta.concrete_model
         row = rows[concrete].get(pk)
         if row is not None:
             _fields_merge(merged, form, prefix, row, stored.get((concrete, pk)))

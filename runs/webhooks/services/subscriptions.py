@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import ipaddress
-import re
 import secrets
 import time
 from collections.abc import Iterable
@@ -17,7 +16,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
-from contextadmin_sdk.engine import format as fmt
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -96,11 +94,8 @@ def _flags_problem(names: list[str], *, workflow: Workflow | None) -> str | None
     """A flag_flipped filter names derived flags defined now: a typo would never fire."""
     if not names:
         return None
-    for name in names:
-        if len(name) > fmt.NAME_MAX_CHARS or not re.fullmatch(fmt.NAME_PATTERN, name):
-            return f"{name[:60]!r} is not a variable name (lower_snake_case)"
     defined = selectors.derived_flag_names(workflow=workflow)
-    missing = [name for name in names if name not in defined]
+    missing = [name[:80] for name in names if name not in defined]
     if not missing:
         return None
     if workflow is None:

@@ -53,7 +53,7 @@ def test_add_shows_the_secret_once(admin_client, chat) -> None:
         ({"url": "https://10.0.0.7/x"}, "url", "private"),
         ({"events": ["nope"]}, "events", "nope"),
         ({"end_statuses": ["done"]}, "end_statuses", "done"),
-        ({"flags": "Bad Flag!!"}, "flags", "'Bad Flag!!' is not a variable name"),
+        ({"flags": "Bad Flag!!"}, "flags", "no workflow has a derived flag named 'Bad Flag!!'"),
         ({"flags": "interview_complete, no_such_flag"}, "flags", "no workflow has a derived flag"),
         ({"flags": "product_tier"}, "flags", "no workflow has a derived flag named 'product_tier'"),
         (

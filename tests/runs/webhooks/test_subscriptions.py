@@ -92,7 +92,7 @@ def test_webhook_add_prints_the_secret_once_and_it_signs(generator) -> None:
         (["https://hooks.example.com/x", "--events", "handoff", "--format", "x"], "format:"),
         (
             ["https://hooks.example.com/x", "--events", "flag_flipped", "--flags", "Bad Flag!!"],
-            "flags: 'Bad Flag!!' is not a variable name",
+            "flags: no workflow has a derived flag named 'Bad Flag!!'",
         ),
         (
             ["https://hooks.example.com/x", "--events", "flag_flipped", "--flags", "nope"],
