@@ -28,6 +28,8 @@ from django.db import DatabaseError, connections
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
+from contextadmin.models import Workflow
+
 PART_WAY = "contextadmin.E001"
 UNPARSABLE = "contextadmin.W002"
 
@@ -36,8 +38,6 @@ def published_definitions_check(
     *, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.Warning]:
     """A warning for each workflow whose published definitions this release refuses."""
-    from contextadmin.models import Workflow  # the check runs before the apps' models load
-
     if not databases:
         return []
     warnings = []
