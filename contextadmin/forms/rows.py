@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from contextadmin_sdk.engine import format as fmt
 from django import forms
 
 from contextadmin.forms.fields import PrimitiveField, primitive_from_text
@@ -108,7 +109,23 @@ class DerivedForm(VariableForm):
         self.instance.type = "boolean"
 
 
+def format_bounds(model: type[Any], field: str) -> dict[str, int]:
+    """A number field's ``min_value``/``max_value``, read from the format's own field: one rule,
+    one message (the model's column would say "at least 0" where the format says 1)."""
+    bounds = {}
+    for rule in model.model_fields[field].metadata:
+        if getattr(rule, "ge", None) is not None:
+            bounds["min_value"] = rule.ge
+        if getattr(rule, "le", None) is not None:
+            bounds["max_value"] = rule.le
+    return bounds
+
+
 class TriggerForm(forms.ModelForm):
+    count = forms.IntegerField(
+        required=False, label="turn count", **format_bounds(fmt.AgentTurnCountTrigger, "count")
+    )
+
     class Meta:
         model = Trigger
         fields = (

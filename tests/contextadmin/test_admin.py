@@ -559,6 +559,28 @@ ADMIN_RULES = [
     ),
     pytest.param(
         {
+            "derived_variables-0-triggers-0-type": "agent_turn_count",
+            "derived_variables-0-triggers-0-equals": "",
+            "derived_variables-0-triggers-0-count": "-3",
+        },
+        "derived_variables-0-triggers-0",
+        "count",
+        "greater than or equal to 1",  # the format's bound, as for 0 (the column's is 0)
+        id="turn-count-negative",
+    ),
+    pytest.param(
+        {
+            "derived_variables-0-triggers-0-type": "agent_turn_count",
+            "derived_variables-0-triggers-0-equals": "",
+            "derived_variables-0-triggers-0-count": "1000001",
+        },
+        "derived_variables-0-triggers-0",
+        "count",
+        "less than or equal to 1000000",
+        id="turn-count-at-most-a-million",
+    ),
+    pytest.param(
+        {
             "derived_variables-0-triggers-0-type": "tool_response",
             "derived_variables-0-triggers-0-agent": "",
             "derived_variables-0-triggers-0-equals": "",
