@@ -15,7 +15,6 @@ row), and one they added is untouched by the page's save.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from django import forms
@@ -54,8 +53,8 @@ def stale_post_merge(
     if version is None or version.revision is None:
         return None
     stored = {
-        (stored.content_type.model_class(), stored.object_id): stored.field_dict
-        for stored in version.revision.version_set.select_related("content_type")
+        (record.content_type.model_class(), record.object_id): record.field_dict
+        for record in version.revision.version_set.select_related("content_type")
     }
     merged = post.copy()
     _fields_merge(merged, workflow_form, None, workflow, stored.get((Workflow, str(workflow.pk))))
@@ -65,17 +64,19 @@ def stale_post_merge(
         form = row_forms.get(found["key"]) if found else None
         if form is not None and post[key] and not post.get(f"{found['prefix']}-DELETE"):
             posted.append((form, found["prefix"], post[key]))
-    rows: dict[type, dict[str, Any]] = {}  # each model's posted rows, one query a model
+    ids: dict[type, set[str]] = {}  # each model's posted rows, read in one query a model
     for form, _, pk in posted:
-        rows.setdefault(form.Meta.model._meta.concrete_model, {})[pk] = None
-    for model, by_pk in rows.items():
-        ids = [pk for pk in by_pk if pk.isdigit()]
-        by_pk.update({str(pk): row for pk, row in model._base_manager.in_bulk(ids).items()})
+        if pk.isdigit():
+            ids.setdefault(form.Meta.model._meta.concrete_model, set()).add(pk)
+    rows = {
+        (model, str(pk)): row
+        for model, wanted in ids.items()
+        for pk, row in model._base_manager.in_bulk(list(wanted)).items()
+    }
     for form, prefix, pk in posted:
-        concrete = form.Meta.model._meta.concrete_model
-        row = rows[concrete].get(pk)
-        if row is not None:
-            _fields_merge(merged, form, prefix, row, stored.get((concrete, pk)))
+        key = (form.Meta.model._meta.concrete_model, pk)
+        if key in rows:
+            _fields_merge(merged, form, prefix, rows[key], stored.get(key))
     return merged
 
 
@@ -91,8 +92,9 @@ def _fields_merge(
     if base is None:  # added since the page's version: the page did not show it
         return
     stored = form_class(instance=row, prefix=prefix)  # unbound: renders the stored values
-    for name in _model_fields(stored, base):
-        field = stored.fields[name]
+    for name, field in stored.fields.items():
+        if name not in base:
+            continue  # not a column (the change note, the page's version)
         if base[name] == getattr(row, name):
             continue  # not changed by the other save: the page's value stands
         key = stored.add_prefix(name)
@@ -107,7 +109,3 @@ def _fields_merge(
                 merged.pop(key, None)
         else:
             merged[key] = "" if rendered is None else str(rendered)
-
-
-def _model_fields(form: forms.ModelForm, base: dict[str, Any]) -> Iterable[str]:
-    return [name for name in form.fields if name in base]

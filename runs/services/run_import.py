@@ -8,7 +8,6 @@ final state are derived again by the engine here: the replayed state equals the 
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -60,11 +59,11 @@ def _header_read(header: Any) -> dict[str, Any]:
             raise BadRequest(f"line 1: run.{field}: required")
     if run.get("environment") not in ENVIRONMENTS:
         raise BadRequest(f"line 1: run.environment: one of {', '.join(ENVIRONMENTS)}")
-    for field in ("started_at", "ended_at", "last_event_at"):  # optional; checked before a row
+    for field in ("started_at", "ended_at", "last_event_at"):  # optional; read before a row
         if run.get(field) is not None:
             if not isinstance(run[field], str):
                 raise BadRequest(f"line 1: run.{field}: expected a date and time (a string)")
-            datetime_decode(run[field], what=f"line 1: run.{field}")
+            run[field] = datetime_decode(run[field], what=f"line 1: run.{field}")
     return run
 
 
@@ -113,14 +112,10 @@ def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
             state=state,
         )
         RunSnapshot.objects.create(run=run, seq=0, state=state)
-        started_at = _when(header.get("started_at"))
+        started_at = header.get("started_at")
         if started_at is not None:  # keep the original start: durations and the list's order
             Run.objects.filter(pk=run.pk).update(started_at=started_at)
     return run
-
-
-def _when(raw: str | None) -> dt.datetime | None:
-    return datetime_decode(raw, what="when") if raw else None  # checked by _header_read
 
 
 def _positive_int(value: Any) -> int | None:
@@ -173,11 +168,11 @@ def run_import(*, lines: Iterable[str | bytes], run_id: str | None = None) -> Im
     except BaseException:
         Run.objects.filter(pk=run.pk).delete()
         raise
-    ended_at = _when(header.get("ended_at"))
+    ended_at = header.get("ended_at")
     if ended_at is not None:
         Run.objects.filter(pk=run.pk, ended_at__isnull=False).update(ended_at=ended_at)
     # the original's last event time, not the import's (older exports: its end, if it ended)
-    last_event_at = _when(header.get("last_event_at")) or ended_at
+    last_event_at = header.get("last_event_at") or ended_at
     if last_event_at is not None:
         last_seq = Run.objects.filter(pk=run.pk).values_list("last_seq", flat=True).first()
         RunEvent.objects.filter(run_id=run.pk, seq=last_seq).update(received_at=last_event_at)

@@ -339,8 +339,8 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
   scroller.after(hint);
   // whenever the graph is wider than its panel (a phone, a turned screen), say so and let the
   // keyboard scroll it: what is off screen is scrolled, not cut
-  widthWatch.disconnect();
-  widthWatch = new ResizeObserver(() => {
+  widthWatches.get(container)?.disconnect();
+  const watch = new ResizeObserver(() => {
     const wide = scroller.scrollWidth > scroller.clientWidth;
     scroller.classList.toggle("graph-wide", wide);
     hint.hidden = !wide;
@@ -352,7 +352,8 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
       scroller.removeAttribute("aria-label");
     }
   });
-  widthWatch.observe(scroller);
+  watch.observe(scroller);
+  widthWatches.set(container, watch);
 }
 
-let widthWatch = new ResizeObserver(() => {});  // the one graph's; replaced with it
+const widthWatches = new WeakMap(); // each graph's container: the watch on its current drawing

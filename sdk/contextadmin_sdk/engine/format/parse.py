@@ -172,8 +172,8 @@ def _object_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _int_in_range(digits: str) -> int:
     """An integer literal, refused before conversion when no 64-bit integer is that long (the
     conversion of a huge one is slow, and Python refuses past 4,300 digits)."""
-    if len(digits.lstrip("-")) > 19:
-        count = len(digits.lstrip("-"))
+    count = len(digits.lstrip("-"))
+    if count > 19:
         raise _Ambiguous(f"an integer of {count:,} digits: integers {INT64_MESSAGE}")
     return int(digits)
 
