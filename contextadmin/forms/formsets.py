@@ -3,17 +3,63 @@ triggers)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import nested_admin
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db import connection
 
 if TYPE_CHECKING:  # the check reads these formsets; they only carry it
     from contextadmin.forms.check import WorkflowCheck
 
 
-class DefinitionsFormSet(nested_admin.NestedInlineFormSet):
+class RowsFormSet(nested_admin.NestedInlineFormSet):
+    """An inline formset whose posted row ids are checked before anything queries with them.
+
+    nested_admin reads the stored rows with the ids the page posts, as given: ``abc`` or an id
+    past the database's integers would raise inside the query (a 500). Such an id is posted as
+    ``0`` (no row has it) and, like an id whose row is gone, said above the list; the row's own
+    error is on its hidden id field, which the page does not show.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            return
+        pk = self.model._meta.pk
+        assert pk is not None
+        lowest, highest = connection.ops.integer_field_range(pk.get_internal_type())
+        lowest = 1 if lowest is None else max(lowest, 1)
+        unusable = {}
+        for index in range(self.initial_form_count()):
+            key = f"{self.add_prefix(index)}-{pk.name}"
+            value = self.data.get(key)
+            if not value:
+                continue
+            try:
+                usable = lowest <= int(value) <= (highest if highest is not None else int(value))
+            except ValueError:
+                usable = False
+            if not usable:
+                unusable[key] = "0"
+        if unusable:
+            self.data = self.data.copy()
+            self.data.update(unusable)
+
+    def row_id_problems(self) -> list[str]:
+        """The rows posted with an id that names no stored row of this list."""
+        pk = self.model._meta.pk
+        assert pk is not None
+        return [
+            f"row {index + 1}: its id is not a stored row of this list (deleted meanwhile, or "
+            "changed by hand?): reload the page"
+            for index, form in enumerate(self.initial_forms)
+            if form.errors.get(pk.name)
+        ]
+
+
+class DefinitionsFormSet(RowsFormSet):
     """An inline formset of one list of the document (a category, or the hand-offs)."""
 
     key: ClassVar[str]
@@ -28,12 +74,13 @@ class DefinitionsFormSet(nested_admin.NestedInlineFormSet):
 
     def clean(self) -> None:
         super().clean()
+        errors = self.row_id_problems()
         if self.workflow_check is not None:
             self.workflow_check.run()
             self.workflow_check.restore(self)
-            errors = self.workflow_check.formset_errors.get(self.key)
-            if errors:
-                raise ValidationError(errors)
+            errors += self.workflow_check.formset_errors.get(self.key) or []
+        if errors:
+            raise ValidationError(errors)
 
 
 class DeclarativeFormSet(DefinitionsFormSet):
@@ -56,7 +103,7 @@ class HandoffFormSet(DefinitionsFormSet):
     key = "handoffs"
 
 
-class TriggerFormSet(nested_admin.NestedInlineFormSet):
+class TriggerFormSet(RowsFormSet):
     """The triggers of one derived variable: deleted along with their variable."""
 
     def clean(self) -> None:
@@ -65,6 +112,9 @@ class TriggerFormSet(nested_admin.NestedInlineFormSet):
         check = getattr(parent_formset, "workflow_check", None)
         if check is not None:  # the page's check placed its errors before a second cleaning
             check.restore(self)
+        errors = self.row_id_problems()
+        if errors:
+            raise ValidationError(errors)
 
     def _should_delete_form(self, form: forms.BaseForm) -> bool:
         # Without this, a client that ticks only the variable's delete box would have

@@ -866,6 +866,33 @@ def test_admin_needs_a_staff_login(client: Client, generator: Workflow) -> None:
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
+@pytest.mark.parametrize(
+    "row_id",
+    ["abc", "1e5", "1" * 30, "99999999999999999999", "-1", "0", "99999"],
+    ids=["letters", "exponent", "30-digits", "past-64-bit", "negative", "zero", "no-such-row"],
+)
+@pytest.mark.parametrize(
+    "key",
+    ["declarative_variables-0-id", "derived_variables-0-triggers-0-id"],
+    ids=["row", "trigger"],
+)
+def test_a_row_id_that_names_no_stored_row_is_said_above_its_list_and_nothing_is_saved(
+    staff_client: Client, generator: Workflow, key: str, row_id: str
+) -> None:
+    """nested_admin queried with the posted ids as given: letters or an id past the database's
+    integers was a 500, and an unknown id an error on a hidden field nobody could see."""
+    data = page_data(staff_client, generator)
+    data[key] = row_id
+    data["declarative_variables-1-value"] = "edited"
+    before = db_dump()
+    response = staff_client.post(change_url(generator), data)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "row 1: its id is not a stored row of this list" in page
+    assert "reload the page" in page
+    assert db_dump() == before
+
+
 # -- property: whatever an operator types, the page answers (no 500) and saves only valid data --
 _EDITABLE = [
     "declarative_variables-0-name",
@@ -878,6 +905,8 @@ _EDITABLE = [
     "derived_variables-0-triggers-0-agent",
     "derived_variables-0-triggers-0-count",
     "derived_variables-0-position",
+    "declarative_variables-0-id",
+    "derived_variables-0-triggers-0-id",
 ]
 
 
