@@ -21,6 +21,7 @@ from django import forms
 from django.http import QueryDict
 
 from contextadmin import selectors
+from contextadmin.forms.formsets import stored_row_id
 from contextadmin.models import Workflow, WorkflowVersion
 
 _ROW_ID = re.compile(r"^(?P<prefix>(?:[a-z_]+-\d+-)*(?P<key>[a-z_]+)-\d+)-id$")
@@ -64,10 +65,12 @@ def stale_post_merge(
         form = row_forms.get(found["key"]) if found else None
         if form is not None and post[key] and not post.get(f"{found['prefix']}-DELETE"):
             posted.append((form, found["prefix"], post[key]))
-    ids: dict[type, set[str]] = {}  # each model's posted rows, read in one query a model
+    ids: dict[type, set[int]] = {}  # each model's posted rows, read in one query a model
     for form, _, pk in posted:
-        if pk.isdigit():
-            ids.setdefault(form.Meta.model._meta.concrete_model, set()).add(pk)
+        model = form.Meta.model._meta.concrete_model
+        number = stored_row_id(model=model, value=pk)
+        if number is not None:
+            ids.setdefault(model, set()).add(number)
     rows = {
         (model, str(pk)): row
         for model, wanted in ids.items()

@@ -8,10 +8,25 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import nested_admin
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, models
 
 if TYPE_CHECKING:  # the check reads these formsets; they only carry it
     from contextadmin.forms.check import WorkflowCheck
+
+
+def stored_row_id(*, model: type[models.Model], value: str) -> int | None:
+    """The row id a page posted, when it could name a stored row of ``model`` (a positive
+    integer within the database's range for the key); None for anything else."""
+    pk = model._meta.pk
+    assert pk is not None
+    lowest, highest = connection.ops.integer_field_range(pk.get_internal_type())
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    if number < max(lowest or 1, 1) or (highest is not None and number > highest):
+        return None
+    return number
 
 
 class RowsFormSet(nested_admin.NestedInlineFormSet):
@@ -29,19 +44,11 @@ class RowsFormSet(nested_admin.NestedInlineFormSet):
             return
         pk = self.model._meta.pk
         assert pk is not None
-        lowest, highest = connection.ops.integer_field_range(pk.get_internal_type())
-        lowest = 1 if lowest is None else max(lowest, 1)
         unusable = {}
         for index in range(self.initial_form_count()):
             key = f"{self.add_prefix(index)}-{pk.name}"
             value = self.data.get(key)
-            if not value:
-                continue
-            try:
-                usable = lowest <= int(value) <= (highest if highest is not None else int(value))
-            except ValueError:
-                usable = False
-            if not usable:
+            if value and stored_row_id(model=self.model, value=value) is None:
                 unusable[key] = "0"
         if unusable:
             self.data = self.data.copy()

@@ -20,6 +20,7 @@ from reversion.models import Version
 
 from contextadmin import selectors, services
 from contextadmin.models import Trigger, Variable, VersionAction, Workflow, WorkflowVersion
+from tests.contextadmin.conftest import db_dump
 from tests.contextadmin.formdata import form_data
 
 pytestmark = pytest.mark.django_db
@@ -168,6 +169,28 @@ def test_a_stale_save_is_refused_with_who_when_and_the_diff_and_keeps_both_edits
         30,
     ]
     assert versions(generator)[-2:] == [(2, "save", "colleague"), (3, "save", "operator")]
+
+
+@pytest.mark.parametrize("row_id", ["1" * 30, "abc", "0"])
+def test_a_stale_page_with_a_row_id_that_names_no_row_is_refused_and_says_so(
+    staff_client: Client, generator: Workflow, row_id: str
+) -> None:
+    """The merge reads the posted rows by id: an id past the database's integers was a 500."""
+    colleague = other_staff("colleague")
+    tab_a = page_data(client_for(colleague), generator)
+    tab_b = page_data(staff_client, generator)
+    tab_a[field(tab_a, "declarative", "max_items", "value")] = "30"
+    assert client_for(colleague).post(change_url(generator), tab_a).status_code == 302
+    before = db_dump()
+
+    tab_b["declarative_variables-0-id"] = row_id
+    response = staff_client.post(change_url(generator), tab_b)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "version 2 was saved by colleague at" in html
+    assert "row 1: its id is not a stored row of this list" in html
+    assert db_dump() == before
 
 
 def test_after_a_stale_refusal_a_field_both_changed_keeps_the_pages_value_and_others_merge(
