@@ -8,11 +8,12 @@ outbox in ``runs.webhooks.apps``); senders are ``runs.services.ingest`` and
   after its rows are written. A receiver's writes commit or roll back with the batch (the
   webhooks' transactional outbox); a receiver that raises fails the batch, so keep them small.
   Arguments: ``run`` (the ``Run``, its counters updated), ``events`` (the new ``RunEvent`` rows,
-  in seq order), ``flips`` (the new ``Flip`` rows).
+  in seq order), ``flips`` (the new ``Flip`` rows), ``replay`` (True when the batch is a past
+  run's events loaded by ``import_run``: a receiver that notifies people skips it).
 - ``events_committed``: once per ingest batch that stored new events, *after* the commit,
-  with the same arguments plus ``messages`` (the events' wire messages, ``(seq, text)``) and
-  ``flags`` (the flags on after the batch). The channel-layer broadcast is a receiver. Sent
-  robustly: a receiver that raises is logged and the others still run.
+  with the same arguments (``replay`` too) plus ``messages`` (the events' wire messages,
+  ``(seq, text)``) and ``flags`` (the flags on after the batch). The channel-layer broadcast
+  is a receiver. Sent robustly: a receiver that raises is logged and the others still run.
 - ``run_stored``: once per new run, inside ``run_start``'s transaction (``run``).
 """
 

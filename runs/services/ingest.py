@@ -80,6 +80,7 @@ class IngestRequest:
     run_id: str
     events: Any
     token: ApiToken | None = None
+    replay: bool = False  # a past run's events, loaded by import_run: nobody is notified
 
 
 @dataclass
@@ -92,6 +93,7 @@ class _Batch:
     messages: list[tuple[int, str]] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)  # the run's columns to update
     flags: list[str] = field(default_factory=list)  # the flags on after it (runs list)
+    replay: bool = False  # IngestRequest.replay
 
 
 def _events_shape_check(events: Any) -> list[dict[str, Any]]:
@@ -124,14 +126,17 @@ def _ended_raise(run: Run, index: int, status: str) -> NoReturn:
     )
 
 
-def event_ingest(*, run_id: str, events: Any, token: ApiToken | None = None) -> IngestResult:
+def event_ingest(
+    *, run_id: str, events: Any, token: ApiToken | None = None, replay: bool = False
+) -> IngestResult:
     """Append events to a run's log, derive flips, commit, then broadcast.
 
     A seq already stored with the same payload is acknowledged again (retries are safe), also
     after the run ended; with another payload, a gap, or any new event for an ended run
     (``RunState``'s lifecycle rule), the batch is refused with 409.
     """
-    outcome = _group_commit([IngestRequest(run_id=run_id, events=events, token=token)])[0]
+    request = IngestRequest(run_id=run_id, events=events, token=token, replay=replay)
+    outcome = _group_commit([request])[0]
     if isinstance(outcome, ApiError):
         raise outcome
     return outcome
@@ -201,6 +206,7 @@ def _group_commit(requests: Sequence[IngestRequest]) -> list[IngestResult | ApiE
                 continue
             outcomes.append(result)
             if batch.events:
+                batch.replay = request.replay
                 applied.append((run, batch))
         _batches_store(applied)
     return outcomes
@@ -229,7 +235,9 @@ def _batches_store(applied: list[tuple[Run, _Batch]]) -> None:
             last_seq=F("last_seq") + events, flip_count=F("flip_count") + flips
         )
     for run, batch in applied:  # the hook after commit (runs.signals): broadcast, webhooks
-        events_stored.send(sender=Run, run=run, events=batch.events, flips=batch.flips)
+        events_stored.send(
+            sender=Run, run=run, events=batch.events, flips=batch.flips, replay=batch.replay
+        )
         transaction.on_commit(
             partial(
                 events_committed_send,
@@ -239,6 +247,7 @@ def _batches_store(applied: list[tuple[Run, _Batch]]) -> None:
                 flips=batch.flips,
                 messages=batch.messages,
                 flags=batch.flags,
+                replay=batch.replay,
             )
         )
 

@@ -3,7 +3,8 @@ jsonl``) as a run of this server, so a production run can be inspected on a lapt
 
 The header line pins the run exactly as it was (definitions, the state at seq 0, provenance);
 the events then go through ``ingest`` like any runtime's, in batches, so flips, snapshots and the
-final state are derived again by the engine here: the replayed state equals the original's.
+final state are derived again by the engine here: the replayed state equals the original's. They
+go as a replay: no webhook fires (the original's were sent when it ran).
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def run_import(*, lines: Iterable[str | bytes], run_id: str | None = None) -> Im
     try:
         for first, events in _batches(iterator, settings.API_MAX_EVENTS_PER_BATCH):
             try:
-                ingest.event_ingest(run_id=run.pk, events=events)
+                ingest.event_ingest(run_id=run.pk, events=events, replay=True)
             except ApiError as exc:
                 raise type(exc)(f"lines from {first}: {exc.message}", **exc.extra) from None
             count += len(events)

@@ -108,10 +108,17 @@ def run_candidates(events: Sequence[RunEvent], flips: Sequence[Flip]) -> list[Ca
 
 
 def events_stored_receive(
-    sender: Any, *, run: Run, events: Sequence[RunEvent], flips: Sequence[Flip], **kwargs: Any
+    sender: Any,
+    *,
+    run: Run,
+    events: Sequence[RunEvent],
+    flips: Sequence[Flip],
+    replay: bool = False,
+    **kwargs: Any,
 ) -> None:
-    """Receive ``events_stored`` (inside the batch's transaction): the batch's deliveries."""
-    if not subscriptions_active():
+    """Receive ``events_stored`` (inside the batch's transaction): the batch's deliveries; none
+    for a replay (an imported past run must not page anyone again)."""
+    if replay or not subscriptions_active():
         return
     subscriptions = subscriptions_for_workflow(run.workflow_id)
     if not subscriptions:

@@ -4,6 +4,7 @@ the after-commit hook fires once per committed batch."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from django.utils import timezone
@@ -12,9 +13,11 @@ from django_tasks_db.models import DBTaskResult
 from contextadmin.errors import ApiError
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
-from runs.models import Run
+from runs import selectors
+from runs.models import Run, RunEvent
 from runs.services.ingest import IngestRequest, event_ingest, events_ingest_many
 from runs.services.lifecycle import run_start
+from runs.services.run_import import run_import
 from runs.signals import events_committed
 from runs.webhooks.models import Delivery, StaleRun, Subscription
 from runs.webhooks.services.stale import runs_stale_raise
@@ -149,6 +152,40 @@ def test_events_committed_fires_once_per_committed_batch(generator) -> None:
     finally:
         events_committed.disconnect(dispatch_uid="test")
     assert seen == [(run.pk, [1, 2, 3]), (run.pk, [4, 5])]
+
+
+def test_an_imported_past_run_notifies_nobody_and_still_reaches_its_inspectors(
+    generator,
+) -> None:
+    """``import_run`` loads a production run onto a laptop: its flips, hand-offs and end were
+    each paged once already, when they happened."""
+    run = run_start(workflow_name="Generator", enterprise_id="acme").run
+    event_ingest(
+        run_id=run.pk,
+        events=[*demo_events()[:6], HANDOFF, {"type": "run_status", "status": "completed"}],
+    )
+    lines = [
+        json.dumps(selectors.run_export_header(run=Run.objects.get(pk=run.pk))),
+        *(json.dumps(p) for p in RunEvent.objects.filter(run=run).order_by("seq")
+          .values_list("payload", flat=True)),
+    ]
+    subscription_create(url="https://h.example/x", events=ALL)
+    seen: list[bool] = []
+
+    def receive(sender, *, replay, **kwargs) -> None:
+        seen.append(replay)
+
+    events_committed.connect(receive, dispatch_uid="test")
+    try:
+        imported = run_import(lines=lines, run_id="copy").run
+    finally:
+        events_committed.disconnect(dispatch_uid="test")
+    assert imported.last_seq == 8 and imported.status == "completed"
+    assert not Delivery.objects.filter(lane="copy").exists()
+    assert seen == [True]  # the broadcast still runs: an open inspector shows the import
+    event_ingest(run_id=run_start(workflow_name="Generator", enterprise_id="acme").run.pk,
+                 events=[HANDOFF])
+    assert Delivery.objects.filter(event="handoff").count() == 1  # a live run still notifies
 
 
 def test_a_silent_run_raises_run_stale_once(generator, settings) -> None:
