@@ -38,6 +38,11 @@ def api_token_create(*, name: str, workflow: Workflow | None = None) -> tuple[Ap
     name = name.strip()
     if not name:
         raise BadRequest("name: required")
+    longest = ApiToken._meta.get_field("name").max_length
+    if longest is not None and len(name) > longest:
+        raise BadRequest(f"name: at most {longest} characters (got {len(name)})")
+    if not name.isprintable():
+        raise BadRequest("name: letters, digits, spaces and punctuation only (no control chars)")
     if ApiToken.objects.filter(name=name).exists():
         raise Conflict(f"name: a token named {name!r} already exists")
     prefix = secrets.token_hex(4)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from runs.models import ApiToken, Flip, Run, RunEvent
 from tests.runs.conftest import Api
@@ -233,6 +236,26 @@ def test_tokens_are_stored_hashed(token_secret):
     stored = ApiToken.objects.get(name="runtime")
     assert token_secret not in (stored.secret_hash, stored.prefix)
     assert len(stored.secret_hash) == 64
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "name: required"),
+        ("   ", "name: required"),
+        ("x" * 101, "name: at most 100 characters (got 101)"),
+        ("host\x00a", "name: letters, digits, spaces and punctuation only"),
+        ("host\nsecond line", "name: letters, digits, spaces and punctuation only"),
+    ],
+    ids=["empty", "blank", "too-long", "nul", "newline"],
+)
+def test_create_api_token_refuses_a_name_the_column_cannot_hold_and_creates_nothing(
+    db, name: str, message: str
+) -> None:
+    """A 500-character name was stored by SQLite (PostgreSQL would raise), past max_length."""
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("create_api_token", name, stdout=io.StringIO(), stderr=io.StringIO())
+    assert not ApiToken.objects.exists()
 
 
 def test_state_reads_need_staff_or_a_token(client, api: Api, django_user_model):
