@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+from django.urls import Resolver404, resolve
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
@@ -330,3 +331,18 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return error_response(ApiError(SERVER_ERROR, status=500))
     return defaults.server_error(request)
+
+
+@csrf_exempt  # a POST to a wrong path gets this 404, not the CSRF page
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    """Any other path under ``/api/``: the API's JSON 404, not Django's HTML page; a path that
+    exists with a trailing slash says so (Django's slash redirect cannot keep a POST's body)."""
+    message = f"path: no API endpoint at {request.path}"
+    if not request.path.endswith("/"):
+        try:
+            match = resolve(f"{request.path}/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not api_not_found:
+            message += f": did you mean {request.path}/ (with the trailing slash)?"
+    return error_response(NotFound(f"{message}; the endpoints are in docs/api.md", field="path"))

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from runs import api, views
 
@@ -20,4 +20,5 @@ urlpatterns = [
     path("api/runs/<str:run_id>/version/", views.run_version, name="runs-version"),
     path("workflows/<str:name>/preview/", views.workflow_preview, name="runs-workflow-preview"),
     path("workflows/<str:name>/preview/fetch/", views.workflow_fetch, name="runs-workflow-fetch"),
+    re_path(r"^api/", api.api_not_found, name="api-not-found"),  # last: the API's JSON 404
 ]

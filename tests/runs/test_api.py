@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from runs.models import ApiToken, Flip, Run, RunEvent
 from tests.runs.conftest import Api
@@ -378,6 +379,29 @@ def test_bad_event_batches(api: Api, body, field):
     assert response.json()["error"].startswith(field), response.json()
     assert RunEvent.objects.count() == 0
     assert Run.objects.get(pk=run_id).last_seq == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "message"),
+    [
+        ("GET", "/api/nope/", "path: no API endpoint at /api/nope/;"),
+        ("POST", "/api/v2/runs/", "path: no API endpoint at /api/v2/runs/;"),
+        ("POST", "/api/runs", "did you mean /api/runs/ (with the trailing slash)?"),
+        ("GET", "/api/runs/r1/state", "did you mean /api/runs/r1/state/ (with the trailing"),
+        ("GET", "/api/", "path: no API endpoint at /api/;"),
+    ],
+)
+def test_a_path_under_api_that_is_no_endpoint_is_a_json_404_naming_it(
+    db, method: str, path: str, message: str
+) -> None:
+    """Django answered an HTML page (its DEBUG page under scripts/run), a POST without the
+    slash a 500 in DEBUG (the slash redirect cannot keep a body), and a POST the CSRF page."""
+    client = Client(enforce_csrf_checks=True)
+    response = client.generic(method, path, data=b"{}", content_type="application/json")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert message in body["error"] and body["field"] == "path"
 
 
 def test_unknown_run_is_404_and_wrong_content_type_415_and_huge_body_413(api: Api, settings):
