@@ -19,9 +19,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 class ServerEnv(environ.Env):
     """django-environ reading only the names the engine lists as the server's settings.
 
-    ``contextadmin_sdk.engine.format.SERVER_ENV_VARS`` owns that list (a context variable may never
-    read
-    one), so a setting added here without being listed there fails at start-up, not silently.
+    ``contextadmin_sdk.engine.format.SERVER_ENV_VARS`` owns that list (a context variable may
+    never read one), so a setting added here without being listed there fails at start-up, not
+    silently.
     """
 
     def __init__(self, **scheme: Any) -> None:
@@ -44,8 +44,7 @@ def _server_setting_check(*, names: Iterable[str]) -> None:
     if unlisted:
         raise ImproperlyConfigured(
             f"{', '.join(unlisted)}: not in contextadmin_sdk.engine.format.SERVER_ENV_VARS "
-            "(list every "
-            "setting the server reads there, so no context variable can read it)"
+            "(list every setting the server reads there, so no context variable can read it)"
         )
 
 

@@ -4,6 +4,7 @@ refused; with review on a save is a draft until another staff user approves it."
 from __future__ import annotations
 
 import copy
+import io
 import json
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 import reversion
 from contextadmin_sdk.engine import format as fmt
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -351,6 +352,38 @@ def test_with_review_a_save_is_a_draft_that_pipelines_do_not_get(
     assert (draft.number, draft.status) == (2, "draft")
     assert json.loads(draft.body)["context_variables"]["declarative_variables"][1]["value"] == 30
     assert selectors.workflow_export_version(workflow=generator, version=2).body == draft.body
+
+
+def test_a_shell_without_review_cannot_import_over_a_draft_awaiting_review(
+    settings: Any, staff_client: Client, generator: Workflow, example_bytes: bytes, tmp_path: Any
+) -> None:
+    """The server runs with review on; a ``manage.py import_context`` from a shell that lacks
+    the setting published version 3 over the unreviewed draft 2."""
+    settings.CONTEXTADMIN_REVIEW = "on"
+    data = page_data(staff_client, generator)
+    data[field(data, "declarative", "max_items", "value")] = "30"
+    assert staff_client.post(change_url(generator), data).status_code == 302  # draft 2
+    settings.CONTEXTADMIN_REVIEW = "off"  # the shell's process
+    path = tmp_path / "context_variables.json"
+    path.write_bytes(example_bytes)
+    before = db_dump()
+
+    with pytest.raises(CommandError, match=(
+        r"version 2 of Generator is a draft awaiting review, and this process has "
+        r"CONTEXTADMIN_REVIEW off: .*CONTEXTADMIN_REVIEW=on"
+    )):
+        call_command("import_context", str(path), "--workflow", "Generator", "--replace")
+    assert db_dump() == before
+    generator.refresh_from_db()
+    assert generator.published_version.number == 1
+    call_command(  # a dry run changes nothing: it may still show the diff
+        "import_context", str(path), "--workflow", "Generator", "--replace", "--dry-run",
+        stdout=io.StringIO(),
+    )
+    settings.CONTEXTADMIN_REVIEW = "on"  # with the server's settings: a draft, as in the admin
+    out = io.StringIO()
+    call_command("import_context", str(path), "--workflow", "Generator", "--replace", stdout=out)
+    assert "version 3, a draft awaiting review" in out.getvalue()
 
 
 def test_the_author_cannot_approve_their_own_draft(

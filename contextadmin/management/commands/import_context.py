@@ -7,7 +7,8 @@ from typing import Any
 from contextadmin_sdk.engine.format import ConfigError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contextadmin import specs
+from contextadmin import selectors, specs
+from contextadmin.models import Workflow
 from contextadmin.services import ImportRefused, workflow_import
 
 
@@ -32,6 +33,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = self._read(options["file"])
+        if not options["dry_run"]:
+            self._review_check(options["workflow"])
         try:
             result = workflow_import(
                 name=options["workflow"],
@@ -64,6 +67,21 @@ class Command(BaseCommand):
                 else "a draft awaiting review (CONTEXTADMIN_REVIEW=on)"
             )
             self.stdout.write(f"version {result.version.number}, {state}")
+
+    def _review_check(self, name: str) -> None:
+        """Refuse to publish over a draft awaiting review: the server made it with review on,
+        so this process (review off) was started without the server's settings."""
+        if selectors.review_required():
+            return
+        workflow = Workflow.objects.filter(name=name).first()
+        head = selectors.workflow_head(workflow=workflow) if workflow is not None else None
+        if head is not None and head.published_at is None:
+            raise CommandError(
+                f"version {head.number} of {name} is a draft awaiting review, and this process "
+                "has CONTEXTADMIN_REVIEW off: importing would publish over it unreviewed. Run "
+                "the command with the server's settings (CONTEXTADMIN_REVIEW=on) to add a "
+                "draft, or have it approved in the admin (History) first; nothing changed"
+            )
 
     def _read(self, name: str) -> bytes:
         if name == "-":
