@@ -19,6 +19,12 @@ from contextadmin.models import (
     WorkflowVersion,
 )
 
+# The History page posts the version it showed; a post without it could undo a newer one unseen.
+BASE_MISSING = (
+    "the request did not say which version the page showed (base_version): reload History and "
+    "try again; nothing changed"
+)
+
 
 class WorkflowVersionsMixin:
     """The workflow's versions: History with its diff and impact, revert, approval, and each
@@ -116,12 +122,15 @@ class WorkflowVersionsMixin:
         if workflow is None or not self.has_change_permission(request, workflow):
             raise PermissionDenied
         base = request.POST.get("base_version", "")
-        return workflow, int(base) if base.isdigit() else None
+        return workflow, int(base) if base.isascii() and base.isdigit() else None
 
     def revert_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
         """Make an old version the newest again: a new version (a draft under review)."""
         workflow, base = self._version_action_target(request, object_id)
         history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
+        if base is None:
+            messages.error(request, f"Not reverted: {BASE_MISSING}")
+            return HttpResponseRedirect(history)
         try:
             version = services.workflow_version_revert(
                 workflow=workflow,
@@ -146,6 +155,9 @@ class WorkflowVersionsMixin:
         """Approve the newest draft (another staff user's) and publish it."""
         workflow, base = self._version_action_target(request, object_id)
         history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
+        if base is None:
+            messages.error(request, f"Not approved: {BASE_MISSING}")
+            return HttpResponseRedirect(f"{history}?to={number}")
         try:
             services.workflow_version_approve(
                 workflow=workflow,

@@ -418,6 +418,26 @@ def test_a_draft_that_breaks_the_format_cannot_be_approved(
     assert WorkflowVersion.objects.get(workflow=generator, number=2).approved_at is None
 
 
+@pytest.mark.parametrize("base", [None, "", "x", "\u0662"], ids=["absent", "empty", "x", "digit-2"])
+@pytest.mark.parametrize("action", ["revert", "approve"])
+def test_a_version_action_without_the_version_the_page_showed_changes_nothing(
+    review_on: None, staff: Any, generator: Workflow, example: dict, action: str,
+    base: str | None,
+) -> None:
+    """A forged ``base_version=x`` skipped the stale-page check (last writer wins)."""
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, user=staff)
+    reviewer = client_for(other_staff())
+    number = 1 if action == "revert" else 2
+    url = reverse(f"admin:contextadmin_workflow_{action}", args=[generator.pk, number])
+    before = db_dump()
+    response = reviewer.post(url, {} if base is None else {"base_version": base}, follow=True)
+    page = response.content.decode()
+    verb = "reverted" if action == "revert" else "approved"
+    assert f"Not {verb}: the request did not say which version the page showed" in page
+    assert db_dump() == before
+
+
 def test_another_staff_user_approves_and_that_publishes(
     review_on: None, staff: Any, generator: Workflow, example: dict
 ) -> None:
