@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.utils.deprecation import MiddlewareMixin
+from django.utils.html import format_html
 
 from contextadmin.errors import BadRequest, error_response
 
@@ -35,15 +36,22 @@ def _holds_nul(data: QueryDict) -> bool:
 
 
 class RejectNulMiddleware(MiddlewareMixin):
-    """Answer 400 naming the part of the request that holds a NUL character (rendered by the
-    one JSON error renderer, ``contextadmin.errors.error_response``)."""
+    """Answer 400 naming the part of the request that holds a NUL character: JSON (the one
+    error renderer, ``contextadmin.errors.error_response``) for the API and for clients that
+    do not ask for HTML, a short page for a browser."""
 
     def process_request(self, request: HttpRequest) -> HttpResponse | None:
         where = _nul_in(request)
         if where is None:
             return None
-        return error_response(
-            BadRequest(f"{where}: contains a NUL character (%00), which cannot be stored")
+        error = BadRequest(f"{where}: contains a NUL character (%00), which cannot be stored")
+        if request.path.startswith("/api/") or not request.accepts("text/html"):
+            return error_response(error)
+        return HttpResponseBadRequest(
+            format_html(
+                "<!doctype html><title>Bad request</title><h1>Bad request (400)</h1><p>{}</p>",
+                error.message,
+            )
         )
 
 

@@ -49,10 +49,13 @@ def _run_or_404(run_id: str) -> Run:
 @staff_member_required
 def run_list(request: HttpRequest) -> HttpResponse:
     """One page of runs, newest first, searched by the query; live over /ws/runs/."""
-    as_json = request.GET.get("format") == "json"  # the page re-reads the list after a reconnect
+    answer = request.GET.get("format", "")
+    as_json = answer == "json"  # the page re-reads the list after a reconnect
     before = request.GET.get("before", "").strip()
     after = request.GET.get("after", "").strip()
     try:
+        if answer not in ("", "json"):
+            raise BadRequest(f"format: json, or leave it out for the page (got {answer[:40]!r})")
         search = selectors.run_search_parse(request.GET)
         page = selectors.run_page(search=search, before=before, after=after)
     except BadRequest as exc:

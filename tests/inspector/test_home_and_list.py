@@ -210,6 +210,14 @@ def test_runs_list_refuses_bad_search_naming_the_field(staff, generator, query, 
     assert page.status_code == 400 and 'id="search-error"' in page.content.decode()
 
 
+@pytest.mark.parametrize("answer", ["xml", "JSON", "csv"])
+def test_runs_list_refuses_a_format_it_does_not_answer_in(staff, generator, answer):
+    """``?format=xml`` was ignored: the HTML page came back as if asked for."""
+    response = staff.get("/runs/", {"format": answer})
+    assert response.status_code == 400
+    assert "format: json, or leave it out for the page" in response.content.decode()
+
+
 def test_run_summaries_carry_the_lifecycle(staff, generator):
     from runs.services import ingest, lifecycle
 
