@@ -178,10 +178,15 @@ def workflow_version_approve(
     workflow_edit_lock(workflow=workflow, base=base)
     workflow.refresh_from_db(fields=["published_version"])
     head = workflow_head(workflow=workflow)
-    if head is None or head.number != number:
+    if head is None or number > head.number or number < 1:
         raise ReviewRefused(
-            f"version {number} is not the newest version of {workflow.name}"
-            + (f" (version {head.number} is): review that one" if head else "")
+            f"{workflow.name} has no version {number}"
+            + (f" (its newest is version {head.number})" if head else "")
+        )
+    if head.number != number:
+        raise ReviewRefused(
+            f"version {number} is not the newest version of {workflow.name} (version "
+            f"{head.number} is): review that one"
         )
     if workflow.published_version_id == head.pk:
         raise ReviewRefused(f"version {number} is already published")

@@ -16,7 +16,7 @@ def run_snapshot(*, run_id: str, after: int | None) -> Message:
     """The inspector's first message: the state as of ``after`` (latest when None), the
     hand-off readiness then, and the run's summary."""
     run = run_get(run_id=run_id)
-    state = run_state_at(run=run, seq=after).as_response(run)
+    state = run_state_at(run=run, seq=after, name="after").as_response(run)
     # the run's last event as stored: the page's "Last event" for every event up to the
     # summary's event_count, however late the page replays them
     run.last_event_at = run_last_event_at(run=run)  # type: ignore[attr-defined]

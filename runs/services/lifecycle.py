@@ -26,6 +26,7 @@ from contextadmin_sdk.engine.format import (
     ENVIRONMENTS,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
+    json_value_problem,
     run_id_valid,
 )
 from django.conf import settings
@@ -49,10 +50,10 @@ CONTEXT_MAX_BYTES = 256 * 1024
 def _supplied_context_check(context: Any) -> dict[str, Any]:
     if not isinstance(context, dict):
         raise BadRequest("context: must be an object of variable name -> value")
-    try:
-        size = len(orjson.dumps(context))
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise BadRequest(f"context: not JSON-serializable: {exc}") from None
+    problem = json_value_problem(context)
+    if problem is not None:  # e.g. nested too deeply for any JSON encoder: say how deep
+        raise BadRequest(f"context: {problem}")
+    size = len(orjson.dumps(context))
     if size > CONTEXT_MAX_BYTES:
         raise BadRequest(f"context: {size} bytes, at most {CONTEXT_MAX_BYTES}")
     for key in context:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from contextadmin_sdk.engine import preview
 from contextadmin_sdk.engine.format import (
     DIGEST_REGEX,
     ConfigError,
@@ -93,7 +94,7 @@ def runtime_check(runtime: Any) -> dict[str, str]:
             continue
         value = runtime[name]
         if not isinstance(value, str) or not RUNTIME_VALUE_PATTERN.match(value):
-            raise BadRequest(f"runtime.{name}: {RUNTIME_RULE}, got {str(value)[:40]!r}")
+            raise BadRequest(f"runtime.{name}: {RUNTIME_RULE}, got {preview(value, limit=40)}")
         if len(value) > RUNTIME_VALUE_MAX_CHARS:
             raise BadRequest(f"runtime.{name}: at most {RUNTIME_VALUE_MAX_CHARS} characters")
         checked[name] = value
@@ -164,10 +165,11 @@ def _reference_parse(reference: dict[str, Any]) -> tuple[int | None, str | None]
     if number is not None and (
         not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 2**31
     ):
-        raise BadRequest(f"definitions.version: a version number, got {str(number)[:40]!r}")
+        raise BadRequest(f"definitions.version: a version number, got {preview(number, limit=40)}")
     if digest is not None and (not isinstance(digest, str) or not DIGEST_PATTERN.match(digest)):
         raise BadRequest(
-            f"definitions.digest: 'sha256:' and 64 lower-case hex digits, got {str(digest)[:80]!r}"
+            "definitions.digest: 'sha256:' and 64 lower-case hex digits, got "
+            f"{preview(digest, limit=80)}"
         )
     if number is None and digest is None:
         raise BadRequest("definitions: give the version, its digest, or the full definitions")

@@ -54,19 +54,20 @@ def stored_state_seq(state: Mapping[str, Any]) -> int:
     return int((state.get("execution") or {}).get("last_seq") or 0)
 
 
-def run_state_at(*, run: Run, seq: int | None = None) -> StateAt:
-    """Return the state after ``seq`` events (latest when None), replayed from the log."""
+def run_state_at(*, run: Run, seq: int | None = None, name: str = "at") -> StateAt:
+    """Return the state after ``seq`` events (latest when None), replayed from the log;
+    ``name`` is the parameter that gave ``seq`` (its error names it)."""
     seq = run.last_seq if seq is None else seq
     if seq == stored_state_seq(run.state):
         return StateAt(seq=seq, state=run.state)
-    return StateAt(seq=seq, state=run_state_rebuilt(run=run, seq=seq).to_dict())
+    return StateAt(seq=seq, state=run_state_rebuilt(run=run, seq=seq, name=name).to_dict())
 
 
-def run_state_rebuilt(*, run: Run, seq: int) -> RunState:
+def run_state_rebuilt(*, run: Run, seq: int, name: str = "at") -> RunState:
     """The run's state after ``seq`` events: the nearest stored state at or before it (the
     run's own ``state`` or a snapshot, every SNAPSHOT_EVERY events), then the log after it."""
     if seq > run.last_seq:
-        raise BadRequest(f"at: the run has {run.last_seq} events, got at={seq}")
+        raise BadRequest(f"{name}: the run has {run.last_seq} events, got {name}={seq}")
     config = run_config(run)
     base, base_seq = run.state, stored_state_seq(run.state)
     if base_seq > seq:

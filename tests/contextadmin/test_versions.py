@@ -481,6 +481,14 @@ def test_an_edit_after_the_reviewer_opened_the_draft_withdraws_it(
         services.workflow_version_approve(
             workflow=generator, number=2, user=get_user_model().objects.get(username="reviewer")
         )
+    for missing in (99, 0):  # it said "version 99 is not the newest version"
+        with pytest.raises(
+            services.ReviewRefused, match=rf"^Generator has no version {missing} \(its newest"
+        ):
+            services.workflow_version_approve(
+                workflow=generator, number=missing, user=get_user_model().objects.get(
+                    username="reviewer")
+            )
 
 
 def test_a_revert_goes_through_review(

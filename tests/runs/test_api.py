@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import re
+from typing import Any
 
 import pytest
+from contextadmin_sdk.engine import JSON_MAX_DEPTH
 from django.core.management import CommandError, call_command
 from django.test import Client
 
@@ -324,6 +326,19 @@ def test_bad_run_starts(api: Api, body, status, field):
     response = api.post("/api/runs/", body)
     assert response.status_code == status
     assert response.json()["error"].startswith(field)
+    assert Run.objects.count() == 0
+
+
+def test_a_supplied_context_nested_past_the_limit_says_how_deep_it_may_go(api: Api):
+    """It said "not JSON-serializable: Recursion limit reached" (orjson's words)."""
+    deep: Any = "leaf"
+    for _ in range(500):
+        deep = {"x": deep}
+    response = api.post(
+        "/api/runs/", {"workflow": "Generator", "enterprise_id": "a", "context": {"v": deep}}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == f"context: nested more than {JSON_MAX_DEPTH} levels"
     assert Run.objects.count() == 0
 
 

@@ -158,7 +158,7 @@ async def test_unknown_run_and_bad_after_get_an_error_message():
     for path, fragment in (
         ("/ws/runs/nope/", "run_id"),
         (f"/ws/runs/{run_id}/?after=x", "after"),
-        (f"/ws/runs/{run_id}/?after=99", "at"),
+        (f"/ws/runs/{run_id}/?after=99", "after: the run has"),
     ):
         comm = inspector(path, session)
         await comm.connect()

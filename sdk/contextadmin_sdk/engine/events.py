@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from .format import IDENTIFIER_MAX_CHARS, JSON_MAX_DEPTH, NAME_MAX_CHARS, json_value_problem
+from .format import (
+    IDENTIFIER_MAX_CHARS,
+    INT64_MAX,
+    JSON_MAX_DEPTH,
+    NAME_MAX_CHARS,
+    json_value_problem,
+)
 
 __all__ = [
     "EVENT_FIELDS",
@@ -146,8 +152,10 @@ def validate_event(event: Any) -> list[str]:
     if type_problem:
         problems.append(type_problem)
     seq = event.get("seq")
-    if "seq" in event and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
-        problems.append("seq: must be a positive integer")
+    if "seq" in event and (
+        not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= INT64_MAX
+    ):
+        problems.append(f"seq: must be a whole number from 1 to {INT64_MAX:,}")
 
     if "agent" in event and "sender" in event:  # one name per event: never store an unchecked one
         problems.append("sender: give agent or sender (its alias), not both")

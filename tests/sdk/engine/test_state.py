@@ -47,6 +47,7 @@ CONFIG = config_with(
     ],
 )
 BASE = {"enterprise_id": "acme", "workflow_name": "Generator", "product_tier": "beta"}
+SEQ_RULE = "seq: must be a whole number from 1 to 9,223,372,036,854,775,807"  # 2**63 - 1
 
 
 def fresh() -> RunState:
@@ -372,11 +373,11 @@ def test_seq(seqs: list[int | None], error: tuple[int, int] | None) -> None:
         ),
         pytest.param(text("", "hi"), ["agent: must be a non-empty string"], id="agent-empty"),
         pytest.param(text("A" * 201, "hi"), ["agent: at most 200 characters"], id="agent-too-long"),
-        pytest.param(text("A", "hi", seq=0), ["seq: must be a positive integer"], id="seq-zero"),
-        pytest.param(
-            text("A", "hi", seq="1"), ["seq: must be a positive integer"], id="seq-string"
-        ),
-        pytest.param(text("A", "hi", seq=True), ["seq: must be a positive integer"], id="seq-bool"),
+        pytest.param(text("A", "hi", seq=0), [SEQ_RULE], id="seq-zero"),
+        pytest.param(text("A", "hi", seq="1"), [SEQ_RULE], id="seq-string"),
+        pytest.param(text("A", "hi", seq=True), [SEQ_RULE], id="seq-bool"),
+        pytest.param(text("A", "hi", seq=2**63), [SEQ_RULE], id="seq-past-64-bit"),
+        pytest.param(text("A", "hi", seq=1e30), [SEQ_RULE], id="seq-float"),
         pytest.param(
             text("A", "hi", when="now"),
             [
