@@ -8,8 +8,10 @@ sends the same delivery again, with the same webhook-id (at least once).
 
 Retries: a network error, a timeout, 429 or a 5xx is retried after an exponential backoff
 with jitter (WEBHOOKS_BACKOFF_BASE_S, x4 a time, at most 6 hours apart), or after the answer's
-``Retry-After``; past WEBHOOKS_RETRY_FOR_S since the event the delivery is failed. Any other
-answer below 200 or from 300 is failed at once; a refused URL or address too.
+``Retry-After``, never past the end of the retry window (WEBHOOKS_RETRY_FOR_S since the event):
+the last retry is made there, and a failure then fails the delivery. An unexpected error while
+sending counts as a failed attempt and is retried alike. Any other answer below 200 or from
+300 is failed at once; a refused URL or address too.
 """
 
 from __future__ import annotations
@@ -45,15 +47,16 @@ def backoff_s(attempts: int) -> float:
 
 
 def retry_after_s(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None for
+    anything else, so the backoff applies. The caller caps it at the retry window."""
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
@@ -135,19 +138,32 @@ class Outcome:
 
 
 def _send(delivery: Delivery) -> Outcome:
+    """One attempt's outcome. Whatever goes wrong is an outcome, never an exception: one bad
+    row must not stop the drain and hold up every delivery after it."""
     subscription = delivery.subscription
-    body = body_render(delivery.payload, format=subscription.format)
-    headers = headers_signed(
-        secret=subscription.secret, message_id=delivery.message_id, body=body
-    )
     started = time.monotonic()
     try:
+        body = body_render(delivery.payload, format=subscription.format)
+        headers = headers_signed(
+            secret=subscription.secret, message_id=delivery.message_id, body=body
+        )
         answer = sending.post(url=subscription.url, body=body, headers=headers)
     except (sending.SendRefused, sending.SendFailed) as exc:
         return Outcome(
             ok=False,
             retry=isinstance(exc, sending.SendFailed),
             error=str(exc)[:300],
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+    except Exception as exc:  # a bug or a bad row: retried like a network error, and logged
+        logger.exception(
+            "webhook %s to subscription %s: unexpected error", delivery.message_id,
+            delivery.subscription_id,
+        )
+        return Outcome(
+            ok=False,
+            retry=True,
+            error=f"unexpected error: {type(exc).__name__}: {exc}"[:300],
             latency_ms=int((time.monotonic() - started) * 1000),
         )
     text = answer.body.decode("utf-8", errors="replace")[:500]
@@ -182,14 +198,16 @@ def delivery_attempt(*, delivery: Delivery) -> Attempt:
         delivery.status = Delivery.Status.DELIVERED
         delivery.finished_at = now
     elif outcome.retry:
-        wait = outcome.wait_s if outcome.wait_s is not None else backoff_s(delivery.attempts)
-        retry_at = now + dt.timedelta(seconds=wait)
         give_up_at = delivery.created_at + dt.timedelta(seconds=settings.WEBHOOKS_RETRY_FOR_S)
-        if retry_at > give_up_at:
+        left_s = (give_up_at - now).total_seconds()
+        if left_s <= 0:
             delivery.status = Delivery.Status.FAILED
             delivery.finished_at = now
-            delivery.last_error = f"{outcome.error}; gave up after {delivery.attempts} attempts"
-        else:
+            tries = f"{delivery.attempts} attempt{'s' if delivery.attempts != 1 else ''}"
+            delivery.last_error = f"{outcome.error}; gave up after {tries}"
+        else:  # the last retry is at the window's end, however long a wait was asked for
+            wait = outcome.wait_s if outcome.wait_s is not None else backoff_s(delivery.attempts)
+            retry_at = now + dt.timedelta(seconds=min(wait, left_s))
             delivery.next_attempt_at = retry_at
             deliveries_kick(at=retry_at)
     else:

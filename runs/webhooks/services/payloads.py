@@ -70,33 +70,44 @@ def text_preview(value: Any) -> str:
     return text[:TEXT_PREVIEW_CHARS]
 
 
+def slack_escaped(value: Any) -> str:
+    """Run-provided text as Slack shows it, never as markup: ``<!channel>`` or
+    ``<https://…|click>`` in an agent's name or a warning stays text (Slack's three escapes)."""
+    text = value if isinstance(value, str) else str(value)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def slack_text(payload: dict[str, Any]) -> str:
-    """One line a person reads in Slack, with the link."""
+    """One line a person reads in Slack, with the link. Every value from a run is escaped;
+    only the links built here (``WEBHOOKS_SITE_URL``, quoted ids) are markup."""
     data = payload["data"]
     event = data["event"]
-    where = f"{data.get('workflow')} run {data.get('run_id')}" if data.get("run_id") else ""
+    e = slack_escaped
+    where = f"{e(data.get('workflow'))} run {e(data.get('run_id'))}" if data.get("run_id") else ""
     if event == "flag_flipped":
-        what = f"flag *{data['flag']}* flipped to {orjson.dumps(data['value']).decode()}"
+        value = orjson.dumps(data["value"]).decode()
+        what = f"flag *{e(data['flag'])}* flipped to {e(value)}"
         cause = data.get("cause") or {}
         if cause:
-            what += " (" + ", ".join(f"{k}: {text_preview(v)}" for k, v in cause.items()) + ")"
+            what += " (" + ", ".join(f"{e(k)}: {e(text_preview(v))}" for k, v in cause.items())
+            what += ")"
     elif event == "handoff":
-        what = f"hand-off {data.get('agent')} → {data.get('target')}"
+        what = f"hand-off {e(data.get('agent'))} → {e(data.get('target'))}"
     elif event == "run_started":
-        what = f"started for {data.get('enterprise_id')}"
+        what = f"started for {e(data.get('enterprise_id'))}"
     elif event == "run_ended":
-        what = f"ended *{data.get('status')}*"
+        what = f"ended *{e(data.get('status'))}*"
     elif event == "run_stale":
-        what = f"no event for {data.get('stale_after_s')} s"
+        what = f"no event for {e(data.get('stale_after_s'))} s"
     elif event == "warning":
-        what = f"warning: {data.get('text')}"
+        what = f"warning: {e(data.get('text'))}"
     elif event == "test":
         return "contextadmin: a test event"
     elif event == "version_published":
-        return f"{data['workflow']}: version {data['version']} published <{data['url']}>"
+        return f"{e(data['workflow'])}: version {e(data['version'])} published <{data['url']}>"
     else:
-        what = event
-    return f"{where}: {what} <{data.get('url')}|open at #{data.get('seq')}>"
+        what = e(event)
+    return f"{where}: {what} <{data.get('url')}|open at #{e(data.get('seq'))}>"
 
 
 def body_render(payload: dict[str, Any], *, format: str) -> bytes:

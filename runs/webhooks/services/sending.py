@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from runs.webhooks.services.subscriptions import address_private, url_problem
+from runs.webhooks.services.subscriptions import UrlRefused, address_private, url_clean
 
 RESPONSE_KEEP_BYTES = 500
 USER_AGENT = "contextadmin-webhooks/1"
@@ -62,11 +62,12 @@ def address_resolve(host: str, port: int) -> str:
 
 
 def post(*, url: str, body: bytes, headers: dict[str, str]) -> Answer:
-    """POST ``body`` to ``url``; return the answer or raise SendRefused / SendFailed."""
-    problem = url_problem(url)
-    if problem:
-        raise SendRefused(f"url: {problem}")
-    parts = urlsplit(url)
+    """POST ``body`` to ``url`` (in the form ``url_clean`` stores, whenever it was saved);
+    return the answer or raise SendRefused / SendFailed."""
+    try:
+        parts = urlsplit(url_clean(url))
+    except UrlRefused as exc:
+        raise SendRefused(f"url: {exc}") from None
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     address = address_resolve(host, port)

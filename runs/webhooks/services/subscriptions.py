@@ -10,15 +10,18 @@ from __future__ import annotations
 import base64
 import ipaddress
 import secrets
+import socket
 import time
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.encoding import iri_to_uri, punycode
 
 from contextadmin import selectors
 from contextadmin.models import Workflow
@@ -34,42 +37,72 @@ def secret_new() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode("ascii")
 
 
-def url_problem(url: Any) -> str | None:
-    """Why ``url`` may not receive webhooks (None: it may). Addresses behind a host name are
-    checked again at send time (``sending``), where they are resolved."""
+class UrlRefused(ValueError):
+    """Why a URL may not receive webhooks (the message, without the field's name)."""
+
+
+def url_clean(url: Any) -> str:
+    """The URL as stored and sent, or ``UrlRefused``: the one URL rule, at save and at send.
+
+    A non-ASCII host is stored in punycode and other non-ASCII percent-encoded (UTF-8), as a
+    browser would send them; HTTP cannot carry them raw. Spaces and control characters are
+    refused, not guessed at. Addresses behind a host name are checked at send time
+    (``sending``), where they are resolved."""
     if not isinstance(url, str) or not url.strip():
-        return "required (an https:// URL)"
+        raise UrlRefused("required (an https:// URL)")
+    url = url.strip()
     if len(url) > URL_MAX_CHARS:
-        return f"at most {URL_MAX_CHARS} characters"
+        raise UrlRefused(f"at most {URL_MAX_CHARS} characters")
+    if any(c.isspace() or unicodedata.category(c) == "Cc" for c in url):
+        raise UrlRefused("must not contain spaces or control characters (write a space as %20)")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        return f"not a URL: {exc}"
-    schemes = ("https", "http") if settings.WEBHOOKS_ALLOW_HTTP else ("https",)
-    if parts.scheme not in schemes:
-        return "must start with https://" + (
-            "" if settings.WEBHOOKS_ALLOW_HTTP else " (http:// only with WEBHOOKS_ALLOW_HTTP=1)"
+        raise UrlRefused(f"not a URL: {exc}") from None
+    if parts.scheme not in (("https", "http") if settings.WEBHOOKS_ALLOW_HTTP else ("https",)):
+        raise UrlRefused(
+            "must start with https://"
+            + (" or http://" if settings.WEBHOOKS_ALLOW_HTTP else " (http:// only with "
+               "WEBHOOKS_ALLOW_HTTP=1)")
         )
-    if not parts.hostname:
-        return "has no host"
+    host = parts.hostname
+    if not host:
+        raise UrlRefused("has no host")
     if parts.username or parts.password:
-        return "must not hold a user name or password"
+        raise UrlRefused("must not hold a user name or password")
     if port == 0:
-        return "port 0 is not a port"
-    if not settings.WEBHOOKS_ALLOW_PRIVATE:
-        host = parts.hostname
+        raise UrlRefused("port 0 is not a port")
+    if not parts.netloc.isascii():
         try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            address = None
-        if host == "localhost" or host.endswith(".localhost") or (
-            address is not None and address_private(address)
-        ):
-            return (
-                f"{host} is a loopback or private address (allowed with WEBHOOKS_ALLOW_PRIVATE=1)"
-            )
-    return None
+            host = punycode(host)
+        except UnicodeError as exc:
+            raise UrlRefused(f"host {host!r} is not a valid domain name ({exc})") from None
+        parts = parts._replace(netloc=host if port is None else f"{host}:{port}")
+    if not settings.WEBHOOKS_ALLOW_PRIVATE and host_private(host):
+        raise UrlRefused(
+            f"{host} is a loopback or private address (allowed with WEBHOOKS_ALLOW_PRIVATE=1)"
+        )
+    url = iri_to_uri(urlunsplit(parts))
+    if len(url) > URL_MAX_CHARS:
+        raise UrlRefused(f"at most {URL_MAX_CHARS} characters once percent-encoded")
+    return url
+
+
+def host_private(host: str) -> bool:
+    """Whether a URL's host is, as written, localhost or a non-global address: in any
+    spelling getaddrinfo reads as one (``127.1``, ``0x7f000001``, ``2130706433``, octal)."""
+    name = host.rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(name)
+    except ValueError:
+        try:  # the legacy forms: inet_aton's reading, which getaddrinfo uses
+            address = ipaddress.IPv4Address(socket.inet_aton(name))
+        except (OSError, ValueError):
+            return False
+    return address_private(address)
 
 
 def address_private(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -115,9 +148,10 @@ def subscription_clean(
 ) -> dict[str, Any]:
     """Check a subscription's fields; raise ``ValidationError`` naming each bad field."""
     errors: dict[str, str] = {}
-    problem = url_problem(url)
-    if problem:
-        errors["url"] = problem
+    try:
+        url = url_clean(url)
+    except UrlRefused as exc:
+        errors["url"] = str(exc)
     try:
         names = _names(events, "events")
         unknown = [name for name in names if name not in EVENTS]
@@ -148,13 +182,18 @@ def subscription_clean(
         statuses = []
     if format not in FORMATS:
         errors["format"] = f"unknown format {format!r} (one of {', '.join(FORMATS)})"
+    for field, chosen, event in (
+        ("flags", flag_names, "flag_flipped"), ("end_statuses", statuses, "run_ended")
+    ):
+        if chosen and event not in names and field not in errors:
+            errors[field] = f"only for {event}, not among the events: it could never match"
     if errors:
         raise ValidationError(errors)
     return {
         "url": url,
         "events": sorted(set(names), key=EVENTS.index),
-        "flags": flag_names,
-        "end_statuses": statuses,
+        "flags": list(dict.fromkeys(flag_names)),  # each once, in the order given
+        "end_statuses": list(dict.fromkeys(statuses)),
         "format": format,
     }
 

@@ -30,6 +30,7 @@ class Received:
     payload: Any  # the verified, parsed body (None when the signature did not verify)
     error: str
     at: float
+    path: str = ""  # the request line's target, as sent
 
     @property
     def message_id(self) -> str:
@@ -61,7 +62,7 @@ class Receiver:
                 except (WebhookVerificationError, ValueError) as exc:
                     error = str(exc) or type(exc).__name__
                 with receiver.arrived:
-                    received = Received(headers, body, payload, error, time.monotonic())
+                    received = Received(headers, body, payload, error, time.monotonic(), self.path)
                     reply = receiver.rule(received) if receiver.rule else None
                     if reply is None:
                         reply = receiver.replies.pop(0) if receiver.replies else receiver.default

@@ -3,9 +3,15 @@ front page's warning."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.conf import settings as django_settings
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from contextadmin.models import Workflow
+from contextadmin.services import workflow_import
 from runs.webhooks.models import Delivery, Subscription
 from runs.webhooks.services.subscriptions import subscription_create
 
@@ -23,12 +29,7 @@ def _form(**fields) -> dict:
 @pytest.fixture
 def chat():
     """The demo chat workflow: three derived flags a flag_flipped filter may name."""
-    from django.conf import settings
-
-    from contextadmin.models import Workflow
-    from contextadmin.services import workflow_import
-
-    path = settings.BASE_DIR / "contextadmin" / "demo" / "ag2_context_variables.json"
+    path = django_settings.BASE_DIR / "contextadmin" / "demo" / "ag2_context_variables.json"
     workflow_import(name="GeneratorChat", data=path.read_bytes())
     return Workflow.objects.get(name="GeneratorChat")
 
@@ -51,6 +52,14 @@ def test_add_shows_the_secret_once(admin_client, chat) -> None:
     [
         ({"url": "http://hooks.example.com/x"}, "url", "must start with https://"),
         ({"url": "https://10.0.0.7/x"}, "url", "private"),
+        ({"url": "https://2130706433/x"}, "url", "private"),
+        ({"url": "https://localhost./x"}, "url", "private"),
+        ({"url": "https://hooks.example.com/x y"}, "url", "must not contain spaces"),
+        (
+            {"events": ["run_ended"], "flags": "interview_complete"},
+            "flags",
+            "only for flag_flipped, not among the events",
+        ),
         ({"events": ["nope"]}, "events", "nope"),
         ({"end_statuses": ["done"]}, "end_statuses", "done"),
         ({"flags": "Bad Flag!!"}, "flags", "no workflow has a derived flag named 'Bad Flag!!'"),
@@ -74,6 +83,30 @@ def test_bad_input_is_refused_with_the_field_named(
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert says in " ".join(errors[field])
+    assert not Subscription.objects.exists()
+
+
+def test_add_stores_the_url_as_it_is_sent_and_each_flag_once(admin_client, chat) -> None:
+    form = _form(url="https://bücher.example/ü?q=ñ", flags="interview_complete, interview_complete")
+    assert admin_client.post(reverse(ADD), form).status_code == 200
+    subscription = Subscription.objects.get()
+    assert subscription.url == "https://xn--bcher-kva.example/%C3%BC?q=%C3%B1"
+    assert subscription.flags == ["interview_complete"]
+
+
+def test_a_wrong_scheme_gets_one_message_in_the_admin_and_the_command(
+    admin_client, settings
+) -> None:
+    settings.WEBHOOKS_ALLOW_HTTP = True
+    response = admin_client.post(reverse(ADD), _form(url="ftp://hooks.example.com/x"))
+    says = "must start with https:// or http://"
+    assert response.context["adminform"].form.errors["url"] == [says]
+    with pytest.raises(CommandError) as caught:
+        call_command(
+            "webhook_add", "ftp://hooks.example.com/x", "--events", "handoff",
+            stdout=io.StringIO(), stderr=io.StringIO(),
+        )
+    assert str(caught.value) == f"url: {says}"
     assert not Subscription.objects.exists()
 
 

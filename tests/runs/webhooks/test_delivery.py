@@ -4,6 +4,7 @@ other 4xx, in order per run, refused for private addresses; against a real recei
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from runs.services.ingest import event_ingest
@@ -23,7 +25,7 @@ from runs.webhooks.services.delivery import (
     subscription_test_send,
     subscriptions_failing_disable,
 )
-from runs.webhooks.services.subscriptions import subscription_create
+from runs.webhooks.services.subscriptions import subscription_create, subscription_secret_rotate
 from tests.runs.webhooks.receiver import Received, Receiver, Reply
 from tests.support.demo import demo_events
 
@@ -191,6 +193,118 @@ def test_the_slack_format(generator, receiver) -> None:
     text = received.payload["text"]
     assert "interview_complete" in text and "true" in text
     assert f"https://contextadmin.example/runs/{run_id}/?at=5" in text
+
+
+def test_slack_text_from_a_run_cannot_mention_anyone_or_link(generator, receiver) -> None:
+    _subscribe(receiver, ["run_started", "handoff"], format="slack")
+    hostile = "<!channel> *bold* & <https://evil.example|click>"
+    run = run_start(workflow_name="Generator", enterprise_id=hostile).run
+    event_ingest(run_id=run.pk, events=[{**HANDOFF, "agent": "<!here>"}])
+    drain_until(_all_finished)
+    started, handoff = (r.payload["text"] for r in receiver.wait(2))
+    link = f"https://contextadmin.example/runs/{run.pk}/?at="
+    assert started == (
+        f"Generator run {run.pk}: started for "
+        f"&lt;!channel&gt; *bold* &amp; &lt;https://evil.example|click&gt; <{link}0|open at #0>"
+    )
+    assert handoff.startswith(f"Generator run {run.pk}: hand-off &lt;!here&gt; → ")
+    assert handoff.endswith(f" <{link}1|open at #1>")
+
+
+def test_a_non_ascii_url_is_sent_percent_encoded_even_one_stored_raw(generator, receiver) -> None:
+    """Added by the command it is stored as it is sent; a row stored raw (before the rule)
+    is sent the same way, instead of stopping the drain."""
+    out = io.StringIO()
+    call_command(
+        "webhook_add", receiver.url("/ü?q=ñ"), "--events", "handoff",
+        stdout=out, stderr=io.StringIO(),
+    )
+    receiver.secret = out.getvalue().strip()
+    subscription = Subscription.objects.get()
+    assert subscription.url == receiver.url("/%C3%BC?q=%C3%B1")
+    _run_with_flip_and_handoff()
+    drain_until(_all_finished)
+    Subscription.objects.filter(pk=subscription.pk).update(url=receiver.url("/ñ"))
+    _run_with_flip_and_handoff()
+    drain_until(_all_finished)
+    assert [(r.path, r.error) for r in receiver.wait(2)] == [
+        ("/%C3%BC?q=%C3%B1", ""), ("/%C3%B1", ""),
+    ]
+    assert list(Delivery.objects.values_list("status", flat=True)) == ["delivered"] * 2
+
+
+def test_a_url_stored_with_a_space_fails_at_once_and_holds_up_nothing(generator, receiver):
+    _subscribe(receiver, ["flag_flipped", "handoff"])
+    Subscription.objects.update(url=receiver.url("/x y"))  # stored raw, before the rule
+    _run_with_flip_and_handoff()
+    drain_until(_all_finished)
+    for delivery in Delivery.objects.all():
+        assert (delivery.status, delivery.attempts) == ("failed", 1)
+        assert delivery.last_error.startswith("url: must not contain spaces")
+    assert receiver.received == []
+
+
+def test_an_unexpected_error_is_a_failed_attempt_and_holds_up_no_one(generator, receiver):
+    broken = _subscribe(receiver, ["handoff"])
+    Subscription.objects.filter(pk=broken.pk).update(secret="")  # a bad row: cannot sign
+    other = Receiver().start()
+    try:
+        other.secret = subscription_create(url=other.url(), events=["handoff"])[1]
+        _run_with_flip_and_handoff()
+        deliveries_drain(budget_s=0.5)
+        assert not other.wait(1)[0].error  # the other subscription's delivery went out
+        failed = Delivery.objects.get(subscription=broken)
+        assert failed.status == "pending" and failed.attempts >= 1
+        assert failed.last_error.startswith("unexpected error: EmptyWebhookSecretError")
+        assert Attempt.objects.filter(delivery=failed, error=failed.last_error).exists()
+        receiver.secret = subscription_secret_rotate(subscription=broken)  # the operator's fix
+        drain_until(_all_finished)
+        assert not receiver.wait(1)[0].error
+        assert Delivery.objects.get(subscription=broken).status == "delivered"
+    finally:
+        other.stop()
+
+
+def test_a_retry_after_past_the_window_is_cut_to_its_end(generator, receiver, settings) -> None:
+    settings.WEBHOOKS_RETRY_FOR_S = 1.0
+    _subscribe(receiver, ["flag_flipped"])
+    receiver.replies = [Reply(429, headers={"Retry-After": "99999999999"})]
+    _run_with_flip_and_handoff()
+    deliveries_drain(budget_s=0.5)
+    delivery = Delivery.objects.get()
+    window_end = delivery.created_at + dt.timedelta(seconds=1.0)
+    assert delivery.status == "pending"
+    assert abs((delivery.next_attempt_at - window_end).total_seconds()) < 0.01
+    drain_until(_all_finished)
+    assert len(receiver.wait(2)) == 2
+    assert Delivery.objects.get().status == "delivered"
+
+
+@pytest.mark.parametrize(
+    "value", ["²", "9" * 400, "Fri, 01 Jan 99999999999999999999 00:00:00 GMT"]
+)
+def test_a_garbled_retry_after_is_retried_within_the_window(
+    generator, receiver, settings, value
+) -> None:
+    settings.WEBHOOKS_RETRY_FOR_S = 2.0
+    _subscribe(receiver, ["flag_flipped"])
+    receiver.replies = [Reply(429, headers={"Retry-After": value})]
+    _run_with_flip_and_handoff()
+    deliveries_drain(budget_s=0.2)
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.last_error) == ("pending", "HTTP 429")
+    assert delivery.next_attempt_at <= delivery.created_at + dt.timedelta(seconds=2.0)
+    drain_until(_all_finished)
+    assert Delivery.objects.get().status == "delivered"
+
+
+def test_first_tried_past_its_window_it_gives_up_after_1_attempt(generator, receiver) -> None:
+    _subscribe(receiver, ["flag_flipped"])
+    receiver.default = Reply(503)
+    _run_with_flip_and_handoff()
+    Delivery.objects.update(created_at=timezone.now() - dt.timedelta(days=2))  # workers down
+    drain_until(_all_finished)
+    assert Delivery.objects.get().last_error == "HTTP 503; gave up after 1 attempt"
 
 
 def test_the_response_kept_is_capped_at_500_bytes(generator, receiver) -> None:
