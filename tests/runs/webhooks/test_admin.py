@@ -110,6 +110,23 @@ def test_a_wrong_scheme_gets_one_message_in_the_admin_and_the_command(
     assert not Subscription.objects.exists()
 
 
+def test_a_single_label_host_is_accepted_by_the_admin_as_by_the_command(
+    admin_client, settings
+) -> None:
+    """A receiver named by its service (``http://receiver:8080/hook`` in a compose network):
+    the model's URLField validator refused it in the admin only ("Enter a valid URL.")."""
+    settings.WEBHOOKS_ALLOW_HTTP = settings.WEBHOOKS_ALLOW_PRIVATE = True
+    response = admin_client.post(reverse(ADD), _form(url="http://receiver:8080/hook"))
+    assert response.status_code == 200, response.context["adminform"].form.errors
+    call_command(
+        "webhook_add", "http://receiver:8081/hook", "--events", "handoff",
+        stdout=io.StringIO(), stderr=io.StringIO(),
+    )
+    assert sorted(Subscription.objects.values_list("url", flat=True)) == [
+        "http://receiver:8080/hook", "http://receiver:8081/hook",
+    ]
+
+
 def test_the_test_rotate_and_redeliver_buttons(admin_client) -> None:
     subscription, secret = subscription_create(url="https://h.example/x", events=["handoff"])
     response = admin_client.post(reverse("admin:webhooks_test", args=[subscription.pk]))
