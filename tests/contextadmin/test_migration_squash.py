@@ -176,3 +176,13 @@ def test_a_database_part_way_through_the_previous_release_is_refused_untouched(
     with connections[database].cursor() as cursor:
         cursor.execute("SELECT name FROM contextadmin_workflow")
         assert cursor.fetchall() == [("Kept",)]
+
+
+def test_every_model_change_has_its_migration(db: None) -> None:
+    """A model edited without ``makemigrations`` (the webhook URL's URLField → CharField, say)
+    would leave deployments with a schema the code does not describe."""
+    out = StringIO()
+    try:
+        call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)
+    except SystemExit as exited:  # --check exits 1 when a migration is missing
+        pytest.fail(f"a model change has no migration: {out.getvalue()} (exit {exited.code})")
