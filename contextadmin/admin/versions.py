@@ -45,7 +45,9 @@ class WorkflowVersionsMixin:
         versions = selectors.workflow_versions(workflow=workflow)
         head = versions[0] if versions else None
         published = next((v for v in versions if v.pk == workflow.published_version_id), None)
-        to_number = _int_param(request, "to", head.number if head else 0)
+        newest = head.number if head else 0
+        problems: list[str] = []
+        to_number = _version_param(request, "to", newest, newest=newest, problems=problems)
         default_from = (
             published.number
             if published is not None
@@ -54,7 +56,11 @@ class WorkflowVersionsMixin:
             and published.number < head.number
             else to_number - 1
         )
-        from_number = _int_param(request, "from", default_from)
+        from_number = _version_param(
+            request, "from", default_from, newest=newest, problems=problems
+        )
+        for problem in problems:  # a hand-edited or stale link: say what is shown instead
+            messages.warning(request, problem)
         chosen = {
             v.number: v
             for v in WorkflowVersion.objects.filter(
@@ -219,7 +225,24 @@ def _impact_of(
 
 def _int_param(request: HttpRequest, name: str, default: int) -> int:
     value = request.GET.get(name, "")
-    return int(value) if value.isdigit() and len(value) < 10 else default
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 10 else default
+
+
+def _version_param(
+    request: HttpRequest, name: str, default: int, *, newest: int, problems: list[str]
+) -> int:
+    """A version number from the query (History's ``to``/``from``), else ``default``, with
+    a problem saying why when one was given that names no version."""
+    raw = request.GET.get(name, "")
+    if not raw:
+        return default
+    number = _int_param(request, name, -1)
+    if not 1 <= number <= newest:
+        known = f"versions 1 to {newest}" if newest else "no versions yet"
+        shown = f"version {default}" if default > 0 else "nothing"
+        problems.append(f"The link's {name}={raw[:20]} names no version ({known}): showing {shown}")
+        return default
+    return number
 
 
 def version_saved_message(workflow: Workflow, version: WorkflowVersion) -> str:

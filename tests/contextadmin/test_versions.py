@@ -579,6 +579,31 @@ def _queries(action: Any) -> int:
     return len(captured.captured_queries)
 
 
+@pytest.mark.parametrize(
+    ("query", "says", "diff"),
+    [
+        ("?to=99", "The link&#x27;s to=99 names no version (versions 1 to 2): showing version 2",
+         "Version 1 → version 2"),
+        ("?from=abc", "from=abc names no version (versions 1 to 2): showing version 1",
+         "Version 1 → version 2"),
+        ("?to=1&from=0", "from=0 names no version (versions 1 to 2): showing nothing",
+         "version 1"),
+        ("?to=%D9%A1", "to=\u0661 names no version", "Version 1 → version 2"),
+    ],
+)
+def test_history_says_when_a_link_names_no_version_and_what_it_shows(
+    staff_client: Client, generator: Workflow, example: dict[str, Any], query: str, says: str,
+    diff: str,
+) -> None:
+    """``?to=99`` and ``?from=abc`` were ignored without a word."""
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True)
+    response = staff_client.get(history_url(generator) + query)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert says in html and diff in html
+
+
 def test_history_page_and_export_by_version_take_constant_queries(
     staff_client: Client,
 ) -> None:
