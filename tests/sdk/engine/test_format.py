@@ -330,6 +330,22 @@ def test_shipped_values_that_look_like_credentials_are_refused(
     assert "storing secrets in any context variable is an anti-pattern" in issues[0][1]
 
 
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("a" * 65, "string should have at most 64 characters"),  # it said "at most 64 items"
+        ("", "string should have at least 1 character"),
+        ("class", "class is a Python keyword: AG2's ContextExpression cannot reference it"),
+        ("Max", "must be lower_snake_case (a-z, 0-9, single underscores, starting with a letter)"),
+    ],
+)
+def test_a_variable_name_out_of_bounds_is_said_as_a_string(name: str, says: str) -> None:
+    config = config_with(declarative_variables=[{"name": name, "value": 1}])
+    issues = _name_issues(config)
+    assert issues[0][0] == f"{CV}.declarative_variables[0].name"
+    assert issues[0][1].startswith(says)
+
+
 @pytest.mark.parametrize("match", [{}, {"trim": False}, {"case_sensitive": True}])
 def test_an_agent_text_trigger_needs_text_to_match(match: dict[str, Any]) -> None:
     """An empty ``match.equals`` could never match: a turn's text is reported only when it

@@ -66,15 +66,15 @@ def _not_a_keyword(name: str) -> str:
     return name
 
 
-Name = Annotated[
+Name = Annotated[  # the constraints first: after a validator they read as a list's ("items")
     str,
-    AfterValidator(_not_a_keyword),
     Field(
         min_length=1,
         max_length=NAME_MAX_CHARS,
         pattern=NAME_PATTERN,
         description="lower_snake_case, unique across the four categories of a workflow",
     ),
+    AfterValidator(_not_a_keyword),
 ]
 Identifier = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_CHARS)]
 Description = Annotated[str, Field(max_length=DESCRIPTION_MAX_CHARS)]
