@@ -235,19 +235,12 @@ def _batches_store(applied: list[tuple[Run, _Batch]]) -> None:
             last_seq=F("last_seq") + events, flip_count=F("flip_count") + flips
         )
     for run, batch in applied:  # the hook after commit (runs.signals): broadcast, webhooks
-        events_stored.send(
-            sender=Run, run=run, events=batch.events, flips=batch.flips, replay=batch.replay
-        )
+        stored = {"run": run, "events": batch.events, "flips": batch.flips, "replay": batch.replay}
+        events_stored.send(sender=Run, **stored)
         transaction.on_commit(
             partial(
-                events_committed_send,
-                sender=Run,
-                run=run,
-                events=batch.events,
-                flips=batch.flips,
-                messages=batch.messages,
-                flags=batch.flags,
-                replay=batch.replay,
+                events_committed_send, sender=Run, messages=batch.messages, flags=batch.flags,
+                **stored,
             )
         )
 

@@ -13,18 +13,21 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from contextadmin_sdk.client.outages import OUTAGES
-from contextadmin_sdk.client.refusals import start_refused_message
+from contextadmin_sdk.client.refusals import from_api, start_refused_message
+from contextadmin_sdk.client.resume import spool_kept
 from contextadmin_sdk.client.socket_transport import (
     SocketConnection,
     SocketUnavailable,
     socket_connection,
 )
 from contextadmin_sdk.client.transport import (
-    MAX_BATCH_BYTES,
     RETRYABLE_STATUSES,
     HttpConnection,
     ReportError,
+    batch_body,
+    batch_count,
     encode_record,
+    event_too_large,
 )
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 
@@ -95,13 +98,19 @@ class BackgroundSender:
     def enqueue(self, event: dict[str, Any]) -> int:
         reporter = self.reporter
         seq = reporter._next_seq
-        reporter._next_seq = seq + 1
         event["seq"] = seq
+        data = encode_record(event)
+        too_large = event_too_large(data, event_type=event["type"])
+        if too_large is not None:  # no request could carry it: it takes no seq, the rest goes on
+            del event["seq"]
+            reporter.oversized += 1
+            logger.error("run %s: %s", self.run_id, too_large)
+            return 0
+        reporter._next_seq = seq + 1
         self.last_enqueued = seq
-        if event.get("type") == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
+        if event["type"] == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
             self.ended = True
             self.urgent = True
-        data = encode_record(event)
         queue = self.queue
         spool = self.spool
         # The common path takes no lock: deque.append is atomic, only the sender pops, and only
@@ -192,7 +201,7 @@ class BackgroundSender:
                 self.spool_path.unlink(missing_ok=True)
         if not delivered:
             unsent = self.last_enqueued - self.reporter.last_acked_seq
-            where = f"kept in {self.spool_path}" if self.spool_path else "lost"
+            where = spool_kept(self.spool_path) if self.spool_path else "lost"
             if self.start_refused is not None:  # its one error named the cause and the fix
                 logger.warning(
                     "run %s: %d events not sent, its start was refused (%s)",
@@ -335,21 +344,16 @@ class BackgroundSender:
         with self.condition:
             if not self.queue and self.overflow_offset is not None:
                 self._refill_from_spool()
-            seqs: list[int] = []
-            parts: list[bytes] = []
-            size = 0
             # By index, not by iterating: the caller's thread appends without the lock, and an
             # iterator over a deque that grows raises. Only this thread removes from the left,
             # so the entries read here stay where they are.
             queue = self.queue
-            for index in range(min(len(queue), reporter.batch_size)):
-                seq, data = queue[index]
-                size += len(data) + 1
-                if parts and (len(parts) >= reporter.batch_size or size > MAX_BATCH_BYTES):
-                    break
-                seqs.append(seq)
-                parts.append(data)
-        return seqs, b'{"events":[' + b",".join(parts) + b"]}"
+            count = batch_count(
+                (queue[index][1] for index in range(min(len(queue), reporter.batch_size))),
+                batch_size=reporter.batch_size,
+            )
+            entries = [queue[index] for index in range(count)]
+        return [seq for seq, _ in entries], batch_body([data for _, data in entries])
 
     def _refill_from_spool(self) -> None:
         """Load overflowed events back from the spool (under the lock), in seq order."""
@@ -407,6 +411,7 @@ class BackgroundSender:
             workflow=(self.start_body or {}).get("workflow"),
             spool_path=self.spool_path,
             capacity=self.reporter.capacity,
+            base_url_wrong=None if from_api(exc.body) else self.reporter.base_url,
         )
         with self.condition:
             self.start_refused = str(exc)

@@ -15,7 +15,6 @@ fetched from the server with ETag caching, so a runtime needs no file on disk.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -28,7 +27,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from contextadmin_sdk.client.refusals import refusal_fix
+from contextadmin_sdk.client.refusals import from_api, refusal_fix
+from contextadmin_sdk.client.transport import base_url_check, error_body
 from contextadmin_sdk.engine.format import (
     ConfigError,
     ContextVariablesFile,
@@ -108,7 +108,7 @@ def definitions_fetch(
 ) -> ContextVariablesFile:
     """Return the workflow's published definitions (or ``version`` N, or ``"draft"``), parsed,
     with their ``version`` key. Sends the cached ETag; a 304 reuses the cached body."""
-    key = (base_url.rstrip("/"), workflow, environment, str(version or "published"))
+    key = (base_url_check(base_url), workflow, environment, str(version or "published"))
     path = _cache_path(cache_dir, key)
     cached = _memory.get(key) or _read_cached(path)
     query = {"environment": environment, **({"version": str(version)} if version else {})}
@@ -127,7 +127,8 @@ def definitions_fetch(
         if exc.code == 304 and cached is not None:
             return _parsed(cached.body, workflow=workflow)
         if exc.code < 500 and exc.code != 429:
-            raise DefinitionsError(_refusal(exc, workflow=workflow), status=exc.code) from None
+            refused = _refusal(exc, workflow=workflow, base_url=key[0])
+            raise DefinitionsError(refused, status=exc.code) from None
         return _fallback(cached, workflow=workflow, why=f"{exc.code} {exc.reason}")
     except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
         return _fallback(cached, workflow=workflow, why=str(exc))
@@ -160,16 +161,15 @@ def _fallback(cached: _Cached | None, *, workflow: str, why: str) -> ContextVari
     return _parsed(cached.body, workflow=workflow)
 
 
-def _refusal(exc: urllib.error.HTTPError, *, workflow: str) -> str:
+def _refusal(exc: urllib.error.HTTPError, *, workflow: str, base_url: str) -> str:
     """Name the cause and the fix of a refused fetch."""
-    try:
-        message = json.loads(exc.read() or b"null").get("error")
-    except (ValueError, AttributeError, OSError):
-        message = None
+    body = error_body(exc)
+    message = body["error"] if from_api(body) else None
+    wrong = None if message is not None else base_url
     cause = f"{exc.code} {message or exc.reason}"
     return (
         f"the server refused the definitions of {workflow}: {cause}; "
-        f"{refusal_fix(exc.code, workflow=workflow)}"
+        f"{refusal_fix(exc.code, workflow=workflow, base_url_wrong=wrong)}"
     )
 
 

@@ -5,13 +5,29 @@ definitions fetch (``contextadmin_sdk.client.definitions``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-__all__ = ["refusal_fix", "start_refused_message"]
+__all__ = ["from_api", "refusal_fix", "start_refused_message"]
 
 
-def refusal_fix(status: int | None, *, workflow: str | None = None) -> str:
-    """What the operator does about a 4xx of the server."""
+def from_api(body: Any) -> bool:
+    """Whether a refusal's body is the API's own (``{"error": ...}``): a 404 without it came
+    from something else at that URL (a base URL with a wrong path), not from the API."""
+    return isinstance(body, dict) and isinstance(body.get("error"), str)
+
+
+def refusal_fix(
+    status: int | None, *, workflow: str | None = None, base_url_wrong: str | None = None
+) -> str:
+    """What the operator does about a 4xx of the server; ``base_url_wrong``: the base URL, when
+    the refusal did not come from the API (``from_api``)."""
     named = f"the workflow {workflow}" if workflow else "the workflow"
+    if status == 404 and base_url_wrong is not None:
+        return (
+            f"fix: base_url {base_url_wrong} does not lead to contextadmin's API (this 404 is not "
+            "the API's JSON error): give the server's root URL, http://HOST[:PORT], with no "
+            "path after it unless a proxy serves contextadmin under one"
+        )
     if status == 401:
         return "fix: give the runtime a valid API token (manage.py create_api_token NAME)"
     if status == 403:
@@ -32,6 +48,7 @@ def start_refused_message(
     workflow: str | None,
     spool_path: Path | None,
     capacity: int,
+    base_url_wrong: str | None = None,
 ) -> str:
     """The one error of a refused run start: why, the fix, and where the events wait."""
     if spool_path is not None:
@@ -44,8 +61,8 @@ def start_refused_message(
             f"kept in memory (up to {capacity}): once fixed, call reporter.retry_start() "
             "before the process ends (a spool_dir keeps them longer)"
         )
+    fix = refusal_fix(status, workflow=workflow, base_url_wrong=base_url_wrong)
     return (
-        f"the server refused to start run {run_id}: {cause}; "
-        f"{refusal_fix(status, workflow=workflow)}. No run exists there yet; the chat goes on "
-        f"and its events are {kept}"
+        f"the server refused to start run {run_id}: {cause}; {fix}. No run exists there yet; "
+        f"the chat goes on and its events are {kept}"
     )

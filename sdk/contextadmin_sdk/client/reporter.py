@@ -10,39 +10,39 @@ times and raising ``ReportError`` when the server refuses or stays down::
     reporter.event("agent_text", agent="InterviewAgent", text="NEXT")
     reporter.close()            # flushes; also done at interpreter exit
 
-**Background** (``background=True``, what ``contextadmin_sdk.integrations.autogen`` uses inside a
-chat): the
-caller's thread only numbers the event and appends it to a bounded queue (and, with
-``spool_dir``, one JSON line to a spool file); a daemon thread sends batches. Nothing in this
-mode blocks or raises into the caller: a slow, down or refusing server is logged once per
-outage, not per event. ``start()`` returns at once with a run id chosen here (the server accepts
-a client's ``run_id``), so the chat never waits for the server to answer.
+**Background** (``background=True``, what the AG2 adapters use inside a chat): the caller's
+thread only numbers the event and appends it to a bounded queue (and, with ``spool_dir``, one
+JSON line to a spool file); a daemon thread sends batches. Nothing in this mode blocks or
+raises into the caller: a slow, down or refusing server is logged once per outage, not per
+event. ``start()`` returns at once with a run id chosen here (the server accepts a client's
+``run_id``), so the chat never waits for the server to answer.
 
-- **Capacity**: at most ``capacity`` unsent events (default 10 000) are held in memory. Beyond
-  that, with a spool, new events go to the spool file only and the sender reads them back from
-  it, in order, once it has caught up; without a spool, the events beyond capacity are dropped
-  and the reporter stops reporting the run (seqs must be contiguous), counting them in
-  ``dropped`` and logging one error.
+- **Capacity**: at most ``capacity`` unsent events (default 10 000) in memory. Beyond that,
+  with a spool, new events go to the spool only and the sender reads them back in order;
+  without one, they are dropped and reporting of the run stops (seqs must be contiguous),
+  counted in ``dropped``, with one error logged.
+- **Size**: an event larger than any request the server takes (``MAX_EVENT_BYTES``) takes no
+  seq and is not sent, so the run's later events still flow: logged and counted in
+  ``oversized`` here, a ``ReportError`` in blocking mode.
 - **Spool** (``spool_dir``): one ``<run_id>.jsonl`` per run: the start request, then every
-  event with its seq, appended and flushed to the OS before ``event()`` returns, so a runtime
-  killed mid-chat loses nothing it observed. ``resume(run_id)`` reads it back and re-sends what
-  the server has not stored. It is deleted once the run has ended and everything is
-  acknowledged.
+  event with its seq, written before ``event()`` returns, so a runtime killed mid-chat loses
+  nothing it observed. ``resume(run_id)`` reads it back and re-sends what the server has not
+  stored; ``deliver(run_id)`` (or ``python -m contextadmin_sdk.client deliver FILE``) sends it
+  and stops, for a run that ended while the server was away. It is deleted once the run has
+  ended and everything is acknowledged.
 - **Transport** (``transport=``): batches (``batch_size`` events, at most ``MAX_BATCH_BYTES``),
   each the body of a POST to ``/api/runs/<id>/events/`` (``"http"``) or one frame on the run's
-  ingest websocket (``"websocket"``, with the ``websocket`` extra; ``client/socket_transport``).
-  ``"auto"``, the default, takes the websocket when the library is installed; a missing
-  library or a socket the server or a proxy does not upgrade falls back to HTTP, with one log
-  line. Both store a batch all or nothing and answer it alike. Every event carries its
-  client-side seq, so re-sending a batch after a timeout, a 5xx or a dropped connection is
-  idempotent: the server acknowledges seqs it already has and stores each event once. The run
-  start and blocking mode always use HTTP.
+  ingest websocket (``"websocket"``, the ``websocket`` extra; ``client/socket_transport``).
+  ``"auto"`` takes the websocket when the library is installed; a missing library or a socket
+  that is not upgraded falls back to HTTP, with one log line. Both store a batch all or
+  nothing and answer it alike; every event carries its seq, so a re-sent batch is idempotent.
+  The run start and blocking mode always use HTTP.
 - ``close(timeout=...)`` waits up to ``timeout`` seconds for everything to be acknowledged and
   says whether it was; what is left stays in the spool for a later ``resume``.
 - **A refused start** (a bad token, an unknown workflow: a 4xx): one error names the cause and
-  the fix; the run's events stay in the spool, or in memory up to ``capacity``, and
-  ``retry_start()`` (or ``resume`` in a later process, from the spool) sends them once the
-  operator has fixed the cause. ``wait_started()`` says whether the run exists on the server.
+  the fix; the events stay in the spool, or in memory up to ``capacity``, for
+  ``retry_start()`` (or ``resume`` in a later process). ``wait_started()`` says whether the
+  run exists on the server.
 """
 
 from __future__ import annotations
@@ -53,9 +53,6 @@ import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -64,14 +61,18 @@ from typing import Any
 
 from contextadmin_sdk.client.background import BackgroundSender
 from contextadmin_sdk.client.definitions import declared_mapping, definitions_fetch
-from contextadmin_sdk.client.resume import Resumed, spool_read
+from contextadmin_sdk.client.resume import Resumed, delivery_message, spool_read
 from contextadmin_sdk.client.socket_transport import TRANSPORTS
 from contextadmin_sdk.client.transport import (
-    RETRYABLE_STATUSES,
     ReportError,
-    error_body,
-    retry_after_seconds,
+    base_url_check,
+    batch_body,
+    batch_count,
+    encode_record,
+    event_too_large,
+    request_json,
 )
+from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 from contextadmin_sdk.engine.format import ContextVariablesFile
 
 logger = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class RunReporter:
         if transport not in TRANSPORTS:
             raise ValueError(f"transport: one of {', '.join(TRANSPORTS)}, got {transport!r}")
         self.transport = transport
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url_check(base_url)
         self.token = token
         self.batch_size = batch_size or (BACKGROUND_BATCH_SIZE if background else 100)
         self._batch_size_given = batch_size is not None
@@ -121,10 +122,11 @@ class RunReporter:
         self.capacity = capacity
         self.spool_dir = Path(spool_dir) if spool_dir is not None else None
         self.dropped = 0
+        self.oversized = 0  # events no request could carry (background mode: logged, not sent)
         self.error: str | None = None  # why the background sender gave up, if it did
         self._background = background
         self._next_seq = 1
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[bytes] = []  # blocking mode: encoded events, in seq order
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
         self._sender: BackgroundSender | None = None
@@ -219,14 +221,16 @@ class RunReporter:
         parsed, for ``attach``: the ETag is cached (in memory, and in ``cache_dir``), so an
         unchanged version costs a 304; a server that is down falls back to the cached copy."""
         return definitions_fetch(
-            base_url=self.base_url,
-            token=self.token,
             workflow=workflow,
             environment=environment,
             version=version,
             cache_dir=cache_dir,
-            timeout=self.timeout,
+            **self._server(),
         )
+
+    def _server(self) -> dict[str, Any]:
+        """Where and as whom every request of this reporter goes."""
+        return {"base_url": self.base_url, "token": self.token, "timeout": self.timeout}
 
     def wait_started(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` for the server to answer the run start; return whether the
@@ -273,22 +277,52 @@ class RunReporter:
         last_seq = unsent[-1]["seq"] if unsent else server_seq
         self._next_seq = last_seq + 1
         start_body = spool.start if server is None else None
+        resumed = Resumed(
+            server=server, start=spool.start, unsent=unsent, spool_path=self._spool_path(run_id)
+        )
         if self._background:
             self._sender = BackgroundSender(
                 self, start_body=start_body, resumed=unsent, spool_append=True
             )
+            # Ended on the server already: its spool goes once what it holds is acknowledged.
+            self._sender.ended = resumed.status in RUN_ENDED_STATUSES
         else:
-            self._pending.extend(unsent)
-        return Resumed(server=server, start=spool.start, unsent=unsent)
+            self._pending.extend(encode_record(event) for event in unsent)
+        return resumed
+
+    def deliver(self, run_id: str, *, timeout: float | None = 60.0) -> bool:
+        """Send what the spool (``spool_dir``) holds of ``run_id`` that the server has not
+        stored, then stop: a run that ended, or whose runtime is gone, while the server was
+        away. Returns whether all of it is acknowledged (an ended run's spool is then deleted);
+        logs how many events went and how the run stands. ``python -m contextadmin_sdk.client
+        deliver SPOOL_FILE`` does this from a shell."""
+        if self.spool_dir is None:
+            raise ValueError("spool_dir: deliver() sends a spool; give the reporter its spool_dir")
+        if self.run_id is not None:
+            raise ValueError(f"deliver(): the reporter already reports run {self.run_id}")
+        self.use_background()
+        resumed = self.resume(run_id)
+        delivered = self.close(timeout)
+        message = delivery_message(resumed=resumed, delivered=delivered)
+        logger.log(logging.INFO if delivered else logging.ERROR, "run %s: %s", run_id, message)
+        return delivered
 
     def event(self, type: str, **fields: Any) -> int:
-        """Queue one event and return its seq; blocking mode sends a batch when full or due."""
+        """Queue one event and return its seq; blocking mode sends a batch when full or due.
+
+        An event larger than any request the server takes gets no seq: background mode logs
+        it, counts it in ``oversized`` and returns 0; blocking mode raises ``ReportError``.
+        """
         if self._sender is not None:
             return self._sender.enqueue({"type": type, **fields})
         with self._lock:
             seq = self._next_seq
+            data = encode_record({"type": type, **fields, "seq": seq})
+            too_large = event_too_large(data, event_type=type)
+            if too_large is not None:
+                raise ReportError(too_large, status=413)
             self._next_seq += 1
-            self._pending.append({"type": type, **fields, "seq": seq})
+            self._pending.append(data)
             due = (
                 len(self._pending) >= self.batch_size
                 or time.monotonic() - self._last_flush >= self.flush_interval
@@ -310,11 +344,11 @@ class RunReporter:
                     raise ReportError("start() the run before reporting events")
                 return True
             while self._pending:
-                batch = self._pending[: self.batch_size]
+                count = batch_count(self._pending, batch_size=self.batch_size)
                 answer = self._request(
-                    "POST", f"/api/runs/{self.run_id}/events/", {"events": batch}
+                    "POST", f"/api/runs/{self.run_id}/events/", batch_body(self._pending[:count])
                 )
-                del self._pending[: len(batch)]
+                del self._pending[:count]
                 self._acknowledged(answer)
             self._last_flush = time.monotonic()
         return True
@@ -361,53 +395,17 @@ class RunReporter:
             )
 
     def _request(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None,
-        *,
-        retries: int | None = None,
-        raw: bytes | None = None,
+        self, method: str, path: str, body: dict[str, Any] | bytes | None
     ) -> dict[str, Any]:
-        data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
-        delay = self.backoff
-        retries = self.retries if retries is None else retries
-        last_error: Exception | None = None
-        for attempt in range(retries + 1):
-            headers = {"Authorization": f"Bearer {self.token}"}
-            if data is not None:
-                headers["Content-Type"] = "application/json"
-            request = urllib.request.Request(  # noqa: S310  (base_url is the operator's server)
-                self.base_url + path, data=data, method=method, headers=headers
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                    result: dict[str, Any] = json.loads(response.read())
-                    return result
-            except urllib.error.HTTPError as exc:
-                payload = error_body(exc)
-                if exc.code not in RETRYABLE_STATUSES:
-                    message = payload.get("error") if isinstance(payload, dict) else None
-                    raise ReportError(
-                        f"{method} {path}: {exc.code} {message or exc.reason}",
-                        status=exc.code,
-                        body=payload,
-                    ) from None
-                last_error = exc
-                wait = retry_after_seconds(exc)  # a 429 or 503 says how long to wait
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
-                last_error = exc
-                wait = None
-            if attempt < retries:
-                pause = delay if wait is None else wait
-                logger.warning(
-                    "%s %s failed (%s); retry %d in %.2fs",
-                    method,
-                    path,
-                    last_error,
-                    attempt + 1,
-                    pause,
-                )
-                time.sleep(pause)
-                delay = min(delay * 2, self.max_backoff)
-        raise ReportError(f"{method} {path}: gave up after {retries + 1} attempts: {last_error}")
+        """One blocking request, retried (``transport.request_json``); ``body``: JSON, or the
+        bytes of it."""
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        return request_json(
+            method=method,
+            path=path,
+            data=data,
+            retries=self.retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+            **self._server(),
+        )

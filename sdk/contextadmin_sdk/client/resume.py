@@ -1,11 +1,14 @@
 """What ``RunReporter.resume`` reads back after a crash: the run's spool file (the start request
-and every event observed, a torn last line ignored) and, with the server's state, ``Resumed``."""
+and every event observed, a torn last line ignored) and, with the server's state, ``Resumed``;
+and what the reporter says of a spool it could not deliver, or delivered (``deliver``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 
 
 class Resumed:
@@ -17,10 +20,21 @@ class Resumed:
         server: dict[str, Any] | None,
         start: dict[str, Any] | None,
         unsent: list[dict[str, Any]],
+        spool_path: Path | None = None,
     ) -> None:
         self.server = server
         self.start = start
         self.unsent = unsent
+        self.spool_path = spool_path  # where the run's spool is (None: the reporter has none)
+
+    @property
+    def status(self) -> str:
+        """The run's status once the unsent events are in: the last ``run_status`` observed."""
+        for event in reversed(self.unsent):
+            if event.get("type") == "run_status":
+                return str(event.get("status"))
+        execution = (self.server or {}).get("state", {}).get("execution", {})
+        return str(execution.get("status", "running"))
 
 
 class Spool:
@@ -47,3 +61,28 @@ def spool_read(path: Path | None) -> Spool:
                 if not spool.events or event["seq"] > spool.events[-1]["seq"]:
                     spool.events.append(event)
     return spool
+
+
+def spool_kept(path: Path) -> str:
+    """Where a run's unsent events wait, and the documented ways to deliver them."""
+    return (
+        f"kept in {path}: deliver them with python -m contextadmin_sdk.client deliver {path}, "
+        "or resume the run (the same spool_dir and run_id)"
+    )
+
+
+def delivery_message(*, resumed: Resumed, delivered: bool) -> str:
+    """What delivering a run's spool did: how many events, and where the run stands."""
+    count = len(resumed.unsent)
+    if not delivered:
+        where = spool_kept(resumed.spool_path) if resumed.spool_path is not None else "lost"
+        return f"{count} spooled events not delivered ({where})"
+    sent = (
+        f"{count} spooled event{'' if count == 1 else 's'} delivered"
+        if count
+        else "nothing to deliver, the server has every event"
+    )
+    status = resumed.status
+    if status in RUN_ENDED_STATUSES:
+        return f"{sent}; the run is {status} on the server"
+    return f"{sent}; the run is {status} on the server: resume it to go on"

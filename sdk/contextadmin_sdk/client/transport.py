@@ -1,20 +1,36 @@
-"""What both reporting modes share on the wire: the statuses worth retrying, the limits of a
-batch, ``ReportError``, reading a refusal's answer (its body, its ``Retry-After``), and the
-background mode's HTTP connection (``HttpConnection``; its websocket: ``socket_transport``)."""
+"""What both reporting modes share on the wire: the server's URL, the statuses worth retrying,
+the limits of an event and of a batch, ``ReportError``, reading a refusal's answer (its body,
+its ``Retry-After``), and the background mode's HTTP connection (``HttpConnection``; its
+websocket: ``socket_transport``)."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import logging
+import time
 import urllib.error
 import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic_core import to_json
 
+from contextadmin_sdk.client.refusals import from_api, refusal_fix
+
+logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
+
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 60.0
-MAX_BATCH_BYTES = 512 * 1024  # half the server's default API_MAX_BODY_BYTES
+# The largest request the server takes by default: API_MAX_BODY_BYTES (contextadmin/settings.py)
+# for an events POST, Daphne's --websocket-max-message-size (scripts/run) for an ingest frame.
+MAX_REQUEST_BYTES = 1_048_576
+MAX_BATCH_BYTES = MAX_REQUEST_BYTES // 2
+_BATCH_OPEN, _BATCH_CLOSE = b'{"events":[', b"]}"
+# One event alone in a batch: anything larger is refused whichever transport carries it (a 413,
+# or a socket the server drops without an answer), so no retry could ever deliver it.
+MAX_EVENT_BYTES = MAX_REQUEST_BYTES - len(_BATCH_OPEN) - len(_BATCH_CLOSE)
 
 
 class ReportError(RuntimeError):
@@ -47,6 +63,55 @@ def encode_record(record: Any) -> bytes:
         return _COMPACT.encode(record).encode()
 
 
+def event_too_large(data: bytes, *, event_type: Any) -> str | None:
+    """Why an encoded event can never be delivered (larger than any request the server takes),
+    or None: refused before it takes a seq, so the run's later events still flow."""
+    if len(data) <= MAX_EVENT_BYTES:
+        return None
+    return (
+        f"an event of {len(data):,} bytes as JSON ({event_type}) is larger than the server takes "
+        f"(at most {MAX_EVENT_BYTES:,} bytes, its {MAX_REQUEST_BYTES:,}-byte request limit): "
+        "not reported; send less (a summary, or a reference to the data)"
+    )
+
+
+def batch_count(records: Iterable[bytes], *, batch_size: int) -> int:
+    """How many of ``records`` (encoded events, in seq order) the next batch takes: at most
+    ``batch_size`` and ``MAX_BATCH_BYTES``, at least one (``event_too_large`` keeps every event
+    small enough to go alone)."""
+    count = size = 0
+    for data in records:
+        size += len(data) + 1
+        if count and (count >= batch_size or size > MAX_BATCH_BYTES):
+            break
+        count += 1
+    return count
+
+
+def batch_body(records: Sequence[bytes]) -> bytes:
+    """The events POST's body (and the ingest socket's batch frame) of encoded events."""
+    return _BATCH_OPEN + b",".join(records) + _BATCH_CLOSE
+
+
+def base_url_check(base_url: str) -> str:
+    """The server's root URL without its trailing slash; a ``ValueError`` naming ``base_url``
+    for one no request could reach the API with (no scheme, or ``/api`` already in it)."""
+    parts = urllib.parse.urlsplit(base_url.strip())
+    expected = "expected the server's root URL, http://HOST[:PORT] or https://HOST[:PORT]"
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base_url: {expected}, got {base_url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError(f"base_url: {expected}, without a query or fragment, got {base_url!r}")
+    path = parts.path.rstrip("/")
+    if path.rsplit("/", 1)[-1] == "api":
+        root = urllib.parse.urlunsplit(parts._replace(path=path[: -len("api")].rstrip("/")))
+        raise ValueError(
+            f"base_url: {expected}, without /api (the reporter adds /api/... itself), got "
+            f"{base_url!r}: use {root!r}"
+        )
+    return urllib.parse.urlunsplit(parts._replace(path=path))
+
+
 def retry_after_seconds(exc: urllib.error.HTTPError) -> float | None:
     """Return the server's Retry-After in seconds (capped at a minute), if it sent one."""
     return parse_retry_after(exc.headers.get("Retry-After") if exc.headers else None)
@@ -64,6 +129,59 @@ def error_body(exc: urllib.error.HTTPError) -> Any:
         return json.loads(exc.read() or b"null")
     except (ValueError, OSError):
         return None
+
+
+def request_json(
+    *,
+    base_url: str,
+    token: str,
+    method: str,
+    path: str,
+    data: bytes | None,
+    retries: int,
+    backoff: float,
+    max_backoff: float,
+    timeout: float,
+) -> dict[str, Any]:
+    """Blocking mode's request: retried after a network error, a 429 or a 5xx (waiting the
+    server's ``Retry-After``, else backing off); a ``ReportError`` once refused or given up."""
+    delay = backoff
+    last_error: Exception | None = None
+    for attempt in range(retries + 1):
+        headers = {"Authorization": f"Bearer {token}"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(  # noqa: S310  (base_url is the operator's server)
+            base_url + path, data=data, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
+        except urllib.error.HTTPError as exc:
+            payload = error_body(exc)
+            if exc.code not in RETRYABLE_STATUSES:
+                message = payload["error"] if from_api(payload) else None
+                if exc.code == 404 and message is None:  # not the API's: a wrong base_url
+                    message = f"{exc.reason}; {refusal_fix(404, base_url_wrong=base_url)}"
+                raise ReportError(
+                    f"{method} {path}: {exc.code} {message or exc.reason}",
+                    status=exc.code,
+                    body=payload,
+                ) from None
+            last_error = exc
+            wait = retry_after_seconds(exc)  # a 429 or 503 says how long to wait
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
+            last_error = exc
+            wait = None
+        if attempt < retries:
+            pause = delay if wait is None else wait
+            logger.warning(
+                "%s %s failed (%s); retry %d in %.2fs", method, path, last_error, attempt + 1, pause
+            )
+            time.sleep(pause)
+            delay = min(delay * 2, max_backoff)
+    raise ReportError(f"{method} {path}: gave up after {retries + 1} attempts: {last_error}")
 
 
 class HttpConnection:

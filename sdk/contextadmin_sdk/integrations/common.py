@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Required, TypedDict, get_origin, get_type_hints
 
 from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client.resume import delivery_message
 from contextadmin_sdk.engine import (
     RUN_ENDED_STATUSES,
     TEXT_MAX_CHARS,
@@ -148,7 +149,7 @@ def open_run(
     agent, no rules routed), then build the run's context and start it on the server, pinned to
     the config and naming ``runtime`` (``contextadmin_sdk.client.definitions.runtime_info``), or
     resume ``run_id`` from the server's state and the spool (raising ``ValueError`` for a run
-    that has ended)."""
+    that has ended, once what its spool held is delivered)."""
     options_check(options)
     config = load_config_arg(config_arg)
     if agents is not None:
@@ -206,8 +207,13 @@ def open_run(
         state.apply(event)
     status = state.get("execution.status")
     if status in RUN_ENDED_STATUSES:
-        reporter.close(0)
-        raise ValueError(f"run {run_id} has ended ({status}): it takes no more events")
+        # It ended (maybe while the server was away): deliver what the spool holds, and say so.
+        delivered = reporter.close(flush_timeout if resumed.unsent else 0)
+        delivery = delivery_message(resumed=resumed, delivered=delivered)
+        raise ValueError(
+            f"run {run_id} has ended ({status}): it takes no more events, so there is nothing "
+            f"to resume; {delivery}"
+        )
     return OpenedRun(config, state, list(resumed.unsent), [], reporter, flush_timeout)
 
 
