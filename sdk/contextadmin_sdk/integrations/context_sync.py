@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from contextadmin_sdk.client.transport import encode_record, event_too_large
 from contextadmin_sdk.engine import BASE_FLAGS, RunState, context_set_refusal, redact_credentials
 from contextadmin_sdk.engine.format import RESERVED_NAMES, ContextVariablesFile, json_value_problem
 
@@ -83,12 +84,16 @@ class ContextSync:
                 rule, problem = "type", f"value: {unstorable}"
             else:
                 refusal = context_set_refusal(self.config, name, value, environment=environment)
-                if refusal is None:
-                    events.append(
-                        {"type": "context_set", "name": name, "value": copy.deepcopy(value), **who}
-                    )
+                event = {"type": "context_set", "name": name, "value": copy.deepcopy(value), **who}
+                too_large = None if refusal else event_too_large(
+                    encode_record(event), event_type="context_set"
+                )
+                if refusal is None and too_large is None:
+                    events.append(event)
                     continue
-                rule, problem = refusal.rule, refusal.problem
+                rule, problem = (refusal.rule, refusal.problem) if refusal else (
+                    "type", f"value: {too_large}"  # the server could never take it
+                )
             key = (name, _fingerprint(value))
             if key in self._warned:
                 continue

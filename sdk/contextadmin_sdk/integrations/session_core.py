@@ -14,6 +14,7 @@ import logging
 from typing import Any, Self
 
 from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client.transport import MAX_EVENT_BYTES, encode_record, event_too_large
 from contextadmin_sdk.engine import TEXT_MAX_CHARS, Applied, EventError, Flip, RunState
 from contextadmin_sdk.engine.format import ContextVariablesFile, Handoff
 from contextadmin_sdk.integrations.common import (
@@ -130,7 +131,9 @@ class SessionCore:
     def _emit_tool_response(
         self, *, agent: str, tool: str, success: bool, text: str
     ) -> Applied | None:
-        """Fold a tool's response: its JSON object as data, else its text."""
+        """Fold a tool's response: its JSON object as data, else its text (cut to
+        ``TEXT_MAX_CHARS``: a response larger than the server takes is folded as the server
+        gets it, so the chat's state stays the inspector's)."""
         event = {
             "type": "tool_response",
             "agent": agent,
@@ -138,8 +141,17 @@ class SessionCore:
             "status": "success" if success else "error",
             "data": tool_data(text),
         }
-        applied = self._emit(event)
-        if applied is None:  # e.g. data too deep: the response still counts, as text
+        encoded = encode_record(event)
+        too_large = event_too_large(encoded, event_type="tool_response") is not None
+        if too_large:
+            self._warn_once(
+                f"size:{tool}",
+                f"tool {tool}: a response of {len(encoded):,} bytes as JSON is more than the "
+                f"server takes (at most {MAX_EVENT_BYTES:,}): folded and reported as its text, "
+                f"cut to {TEXT_MAX_CHARS:,} characters",
+            )
+        applied = None if too_large else self._emit(event)
+        if applied is None:  # e.g. data too deep or too large: the response counts, as text
             applied = self._emit({**event, "data": {"content": text[:TEXT_MAX_CHARS]}})
         return applied
 

@@ -4,13 +4,18 @@ and hand-off path, and a runtime SIGKILLed mid-workflow resumes in a new process
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ag2 import Context
 from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.engine import TEXT_MAX_CHARS
+from contextadmin_sdk.integrations.ag2 import attach
+from contextadmin_sdk.integrations.ag2.scripted import ToolCall, scripted_agent
 
-from runs.demo_chats.ag2_workflow import demo_workflow, run_demo
+from runs.demo_chats.ag2_workflow import DEMO_CONFIG, DEMO_WORKFLOW, demo_workflow, run_demo
 
 from .live import api, crashed_run
 from .workflows import attach_demo
@@ -120,3 +125,43 @@ async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
         "handoffs_reviewed",
     ]
     assert state["state"]["execution"]["status"] == "completed"
+
+
+BIG = 1_200_000  # characters: more than any request the server takes (1 MB)
+
+
+def save_context_plan(context: Context) -> str:
+    """The demo's tool, grown: megabytes of JSON back, and a declared variable set as large."""
+    context.variables["concept_overview"] = "c" * BIG
+    return json.dumps({"saved": True, "blob": "b" * BIG})
+
+
+async def test_a_tool_result_larger_than_the_server_takes_is_folded_as_the_server_gets_it(
+    site,
+) -> None:
+    """The reporter refuses an event no request can carry; the adapter folded it anyway, so
+    the chat's state ran ahead of the inspector's (one seq more, a node the server lacks)."""
+    server, token = site
+    agent = scripted_agent(
+        "ContextVariablesAgent", [ToolCall("save_context_plan"), "Saved."],
+        tools=[save_context_plan],
+    )
+    session = attach(
+        agent, DEMO_CONFIG, workflow_name=DEMO_WORKFLOW, enterprise_id="acme", environ={},
+        reporter=RunReporter(server.url, token),
+    )
+    with session:
+        await agent.ask("Save the plan.")
+    assert session.reporter is not None and session.reporter.error is None
+    assert session.reporter.oversized == 0  # nothing reached the reporter too large to send
+    assert session.reporter.last_acked_seq == session.state.last_seq
+    state = api(server.url, token, f"/api/runs/{session.run_id}/state/")
+    assert state["state"]["context"] == session.state.context
+    assert state["state"]["nodes"] == session.state.nodes
+    assert session.state.context["context_saved"] is True  # the tool's response still counts
+    response = next(e for e in session.events if e["type"] == "tool_response")
+    assert response["data"] == {"content": response["data"]["content"][:TEXT_MAX_CHARS]}
+    assert any("more than the server takes" in w for w in session.warnings)
+    refused = [e for e in session.events if e["type"] == "warning"]
+    assert [(e["name"], e["rule"]) for e in refused] == [("concept_overview", "type")]
+    assert "larger than the server takes" in refused[0]["text"]
