@@ -82,7 +82,11 @@ def http(method: str, url: str, token: str, body: Any = None) -> tuple[int, dict
     data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
     request = urllib.request.Request(  # noqa: S310  (loopback test server)
         url, data=data, method=method,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",  # a page refuses a NUL as HTML to a browser
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
