@@ -51,8 +51,9 @@ class RowsFormSet(nested_admin.NestedInlineFormSet):
             if value and stored_row_id(model=self.model, value=value) is None:
                 unusable[key] = "0"
         if unusable:
-            self.data = self.data.copy()
-            self.data.update(unusable)
+            self.data = self.data.copy()  # the request's own stays as posted
+            for key, value in unusable.items():
+                self.data[key] = value  # replaced (a QueryDict's update() would append)
 
     def row_id_problems(self) -> list[str]:
         """The rows posted with an id that names no stored row of this list."""
