@@ -21,6 +21,7 @@ from contextadmin_sdk.client.socket_transport import (
     socket_connection,
 )
 from contextadmin_sdk.client.transport import (
+    MAX_EVENT_BYTES,
     RETRYABLE_STATUSES,
     HttpConnection,
     ReportError,
@@ -100,11 +101,10 @@ class BackgroundSender:
         seq = reporter._next_seq
         event["seq"] = seq
         data = encode_record(event)
-        too_large = event_too_large(data, event_type=event["type"])
-        if too_large is not None:  # no request could carry it: it takes no seq, the rest goes on
+        if len(data) > MAX_EVENT_BYTES:  # no request could carry it: no seq, the rest goes on
             del event["seq"]
             reporter.oversized += 1
-            logger.error("run %s: %s", self.run_id, too_large)
+            logger.error("run %s: %s", self.run_id, event_too_large(data, event_type=event["type"]))
             return 0
         reporter._next_seq = seq + 1
         self.last_enqueued = seq
