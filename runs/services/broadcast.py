@@ -21,7 +21,7 @@ from django.db import transaction
 
 from runs import selectors
 from runs.messages import run_message
-from runs.models import Run
+from runs.models import Run, RunEvent
 
 logger = logging.getLogger(__name__)
 
@@ -127,10 +127,19 @@ def run_started_broadcast(run: Run) -> None:
 
 
 def run_events_committed(
-    sender: Any, *, run: Run, messages: list[tuple[int, str]], flags: list[str], **kwargs: Any
+    sender: Any,
+    *,
+    run: Run,
+    events: list[RunEvent],
+    messages: list[tuple[int, str]],
+    flags: list[str],
+    **kwargs: Any,
 ) -> None:
     """Receive ``runs.signals.events_committed``: send a batch's event messages to the run's
-    inspectors (one group message) and the run's new summary, with the ``flags`` now on, to the
-    runs list."""
+    inspectors (one group message) and the run's new summary, with the ``flags`` now on and
+    its last event's time (a row new to a page would otherwise read as silent since its start,
+    and stale), to the runs list."""
+    if events:
+        run.last_event_at = events[-1].received_at  # type: ignore[attr-defined]
     group_message = {"type": "run.events", "items": messages}
     _sends_dispatch([(run_group(run.pk), group_message), runs_list_send(run, flags=flags)])

@@ -29,10 +29,9 @@ function update(run, { fresh = false } = {}) {
   if (!run.live) runs.delete(run.id);
   else {
     const known = runs.get(run.id);
-    // the socket's summaries carry no last_event_at: a new event count means "just now"
-    const last = known && known.event_count !== run.event_count ? new Date().toISOString()
-      : (run.last_event_at || (known && known.last_event_at) || null);
-    runs.set(run.id, { ...run, last_event_at: fresh ? run.last_event_at : last });
+    // the server's time of the run's last event (a start's summary has none yet)
+    const last = run.last_event_at || (!fresh && known && known.last_event_at) || null;
+    runs.set(run.id, { ...run, last_event_at: last });
   }
   render();
 }

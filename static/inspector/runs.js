@@ -58,9 +58,7 @@ function upsert(run, { fresh = false, live = false } = {}) {
   // (live: from the socket; a run new to an older page does not belong on it)
   const known = rows.get(run.id);
   if (live && known && !run.last_event_at) {
-    // the socket's summaries carry no last event time: a new event count means "just now"
-    run.last_event_at = known.run.event_count !== run.event_count
-      ? new Date().toISOString() : known.run.last_event_at;
+    run.last_event_at = known.run.last_event_at; // the server's, from the batch it committed
   }
   if (!matches(run)) {
     if (known) { known.tr.remove(); rows.delete(run.id); }

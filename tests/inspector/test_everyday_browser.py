@@ -219,6 +219,26 @@ Run.objects.filter(pk={reporter.run_id!r}).update(started_at=two_hours_ago)
     expect(page.locator("#run-ended")).not_to_have_text("not yet")
 
 
+def test_a_run_that_reports_as_it_joins_a_filtered_list_is_running_not_stale(page, live):
+    """The socket's summaries had no last event time: a row new to the page (here, once its
+    flag flips) read as silent since its start two hours ago: stale."""
+    reporter = live.reporter(enterprise_id="joins")
+    shell(live, f"""
+import datetime as dt
+from django.utils import timezone
+from runs.models import Run
+Run.objects.filter(pk={reporter.run_id!r}).update(
+    started_at=timezone.now() - dt.timedelta(hours=2))
+""")
+    page.goto("/runs/?flag=interview_complete&enterprise_id=joins")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    for event in demo_events()[:5]:  # the fifth flips interview_complete: the last it hears
+        reporter.event(**event)
+    row = page.locator(f'#run-rows tr[data-run-id="{reporter.run_id}"]')
+    expect(row).to_be_visible()
+    expect(row.locator("td.status .pill")).to_have_text("running")
+
+
 # -- dark mode ---------------------------------------------------------------------------------
 DARK_BG, LIGHT_BG = "rgb(18, 21, 28)", "rgb(246, 247, 249)"  # the palette's --bg: #12151c, #f6f7f9
 

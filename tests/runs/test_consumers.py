@@ -123,6 +123,12 @@ async def test_run_list_socket_announces_starts_and_status_changes():
         "completed",
         1,
     )
+    # the row's last event time, which a page new to the run has nowhere else to read from
+    # (without it, a run that just reported showed as silent since its start: stale)
+    received = await sync_to_async(
+        lambda: RunEvent.objects.get(run_id=started.run.pk, seq=1).received_at
+    )()
+    assert message["run"]["last_event_at"] == received.isoformat()
     await comm.disconnect()
 
 
