@@ -40,6 +40,15 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
     changed();
   }
 
+  /** The slider, its output and the note, for the view at `seq` (of the run's events now). */
+  function showAt(seq) {
+    $("travel-seq").value = String(seq);
+    setText($("travel-out"), `#${seq}`);
+    replace($("travel-note"), `Showing the state after event #${seq} of ${model.lastSeq}. The event stream stays live. `,
+      el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
+    $("travel-note").hidden = false;
+  }
+
   async function travelTo(seq) {
     if (seq >= model.lastSeq) {
       goLive();
@@ -60,9 +69,7 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
           spaces: spacesOf(data.state, outputNamespaces), writes: data.writes || {},
         },
       });
-      replace($("travel-note"), `Showing the state after event #${data.seq} of ${model.lastSeq}. The event stream stays live. `,
-        el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
-      $("travel-note").hidden = false;
+      showAt(data.seq); // a render while the request was out moved the slider to the live end
       changed();
     } catch (error) {
       replace($("travel-note"), el("span", { class: "error" }, `Could not load #${seq}: ${error.message}`));
@@ -90,6 +97,8 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
     if (view.live) {
       slider.value = String(model.lastSeq);
       setText($("travel-out"), `#${model.lastSeq}`);
+    } else if (view.seq !== null) {
+      showAt(view.seq); // "of N" grows with the run
     }
     $("compare-b").max = $("compare-a").max = String(model.lastSeq);
     if (compareFollows) $("compare-b").value = String(model.lastSeq);

@@ -177,14 +177,20 @@ def test_the_run_page_view_survives_a_reload(page, live):
     page.reload()
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
     expect(page.locator("#context-at")).to_have_text("after #3")
+    # the slider says what the panels show (it sat at the live end, its output "#8")
+    expect(page.locator("#travel-seq")).to_have_value("3")
+    expect(page.locator("#travel-out")).to_have_text("#3")
+    expect(page.locator("#travel-note")).to_contain_text("after event #3 of 8")
     expect(context_value(page, "interview_complete")).to_have_text("false")
     expect(page.locator("#filter-type")).to_have_value("agent_text")
     expect(page.locator("#event-5")).to_have_class("ev ev-agent_text target")
     expect(page.locator("#compare-result")).to_contain_text("From #2 to #8")
 
-    # "compare with #" follows the live end
+    # "compare with #" follows the live end; the travel note counts the run's events
     reporter.event("agent_text", agent="InterviewAgent", text="one more")
     expect(page.locator("#compare-b")).to_have_value("9")
+    expect(page.locator("#travel-note")).to_contain_text("after event #3 of 9")
+    expect(page.locator("#travel-seq")).to_have_value("3")
     # a filter that matches nothing says so
     page.select_option("#filter-type", "handoff")
     expect(page.locator("#stream-nomatch")).to_contain_text("No event matches type handoff")
