@@ -16,11 +16,13 @@ from runs.selectors.export import (
     run_export_header,
 )
 from runs.selectors.front_page import (
+    LIVE_SHOWN,
     Checklist,
     WorkflowRow,
     first_run_checklist,
     recent_changes,
     runs_live,
+    runs_live_count,
     workflow_rows,
 )
 from runs.selectors.recorded import (
@@ -64,6 +66,7 @@ from runs.selectors.stream import (
 __all__ = [
     "CATCH_UP_CHUNK",
     "EXPORT_CHUNK",
+    "LIVE_SHOWN",
     "RUN_FILTERS",
     "RUN_PAGE_MAX",
     "RUN_PAGE_SIZE",
@@ -96,6 +99,7 @@ __all__ = [
     "runs_annotated",
     "runs_ended_before",
     "runs_live",
+    "runs_live_count",
     "workflow_rows",
     "workflow_runs_by_version",
 ]

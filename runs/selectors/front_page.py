@@ -69,10 +69,18 @@ def workflow_rows() -> list[WorkflowRow]:
     ]
 
 
-def runs_live(*, limit: int = 20) -> list[Run]:
+LIVE_SHOWN = 20  # the front page's *live now* lists this many; a line says how many more
+
+
+def runs_live(*, limit: int = LIVE_SHOWN) -> list[Run]:
     """Return the live runs (running or paused), newest first (the front page's *live now*)."""
     runs = Run.objects.exclude(status__in=RUN_ENDED_STATUSES).defer("definitions", "provenance")
     return list(runs_annotated(runs).order_by("-started_at", "-pk")[:limit])
+
+
+def runs_live_count() -> int:
+    """How many runs are live (running or paused): the front page says how many it leaves out."""
+    return Run.objects.exclude(status__in=RUN_ENDED_STATUSES).count()
 
 
 def recent_changes(*, limit: int = 8) -> list[WorkflowVersion]:

@@ -37,6 +37,7 @@ def home(request: HttpRequest) -> HttpResponse:
         {
             "workflows": selectors.workflow_rows(),
             "live": live,
+            "live_meta": {"total": selectors.runs_live_count(), "shown": selectors.LIVE_SHOWN},
             "changes": selectors.recent_changes(),
             "checklist": selectors.first_run_checklist(),
             "server_url": request.build_absolute_uri("/").rstrip("/"),

@@ -49,6 +49,12 @@ export function jsonScript(id) {
   return node ? JSON.parse(node.textContent) : null;
 }
 
+/** A run id as lists show it: the first 12 characters, "…" when it goes on (the link's title
+ * holds the whole id; ids are the runtime's to choose, up to 64 characters). */
+export function shortId(id) {
+  return id.length > 12 ? `${id.slice(0, 12)}…` : id;
+}
+
 /** Show a context value: strings as they are, everything else as compact JSON. */
 export function show(value) {
   if (value === undefined) return "—";

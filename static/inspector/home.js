@@ -1,7 +1,7 @@
 // The front page's "Runs live now": the live runs (running or paused, as the server's
 // summary says: run.live), kept live by /ws/runs/.
 
-import { el, jsonScript, replace, when } from "./dom.js";
+import { el, jsonScript, replace, shortId, when } from "./dom.js";
 import { isStale, runDuration, statusKey, statusLabel } from "./lifecycle.js";
 import { LiveSocket, showStatus } from "./socket.js";
 
@@ -9,6 +9,9 @@ const list = document.getElementById("live-runs");
 const empty = document.getElementById("live-empty");
 const staleAfterS = jsonScript("stale-after") || 0;
 const runs = new Map(); // run id -> summary (live ones only)
+const more = document.getElementById("live-more");
+const meta = jsonScript("live-meta") || { total: 0, shown: 20 };
+let unlisted = 0; // live runs the page was not sent (older than the newest `meta.shown`)
 
 function detailUrl(id) {
   return list.dataset.detailUrl.replace("RUN_ID", encodeURIComponent(id));
@@ -16,18 +19,23 @@ function detailUrl(id) {
 
 function render() {
   const items = [...runs.values()].sort((a, b) => (a.started_at < b.started_at ? 1 : -1));
-  replace(list, items.map((run) => el("li", { dataset: { runId: run.id, stale: String(isStale(run, staleAfterS)) } },
-    el("a", { href: detailUrl(run.id) }, el("code", {}, run.id.slice(0, 12))),
+  const hidden = Math.max(0, items.length - meta.shown) + unlisted;
+  more.hidden = hidden === 0;
+  replace(more, `and ${hidden} older live ${hidden === 1 ? "run" : "runs"} not listed here: `,
+    el("a", { href: `${more.dataset.listUrl}?status=running` }, "running runs →"));
+  replace(list, items.slice(0, meta.shown).map((run) => el("li", { dataset: { runId: run.id, stale: String(isStale(run, staleAfterS)) } },
+    el("a", { href: detailUrl(run.id), title: run.id }, el("code", {}, shortId(run.id))),
     " ", el("strong", {}, run.workflow), " · ", run.enterprise_id, " · ",
     el("span", { class: "pill", dataset: { status: statusKey(run, staleAfterS) } }, statusLabel(run, staleAfterS)),
-    " ", el("span", { class: "muted" }, `${run.event_count} events · started ${when(run.started_at)} · ${runDuration(run)}`),
+    " ", el("span", { class: "muted" }, `${run.event_count} ${run.event_count === 1 ? "event" : "events"} · started ${when(run.started_at)} · ${runDuration(run)}`),
   )));
   empty.hidden = runs.size > 0;
 }
 
 function update(run, { fresh = false } = {}) {
-  if (!run.live) runs.delete(run.id);
-  else {
+  if (!run.live) {
+    if (!runs.delete(run.id) && unlisted > 0) unlisted -= 1; // an unlisted one ended
+  } else {
     const known = runs.get(run.id);
     // the server's time of the run's last event (a start's summary has none yet)
     const last = run.last_event_at || (!fresh && known && known.last_event_at) || null;
@@ -37,6 +45,7 @@ function update(run, { fresh = false } = {}) {
 }
 
 for (const run of jsonScript("live-data") || []) update(run, { fresh: true });
+unlisted = Math.max(0, meta.total - runs.size);
 render();
 setInterval(render, 5000); // durations and the stale marker move with the clock
 

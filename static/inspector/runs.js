@@ -1,7 +1,7 @@
 // The runs list: one page of rows from the page's JSON, kept live by /ws/runs/. The search
 // applies to live rows too; new runs join only the newest page (an older page stays put).
 
-import { el, getJSON, jsonScript, replace, when } from "./dom.js";
+import { el, getJSON, jsonScript, replace, shortId, when } from "./dom.js";
 import { lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
 import { LiveSocket, showStatus } from "./socket.js";
 
@@ -41,7 +41,7 @@ function renderRow(run) {
   const last = lastActivity(run);
   return el("tr", { dataset: { runId: run.id, status: run.status } },
     el("td", { dataset: { label: "started" } }, el("time", { datetime: run.started_at, title: run.started_at }, when(run.started_at))),
-    el("td", {}, el("a", { href: detailUrl(run.id), class: "run-link" }, el("code", {}, run.id.slice(0, 12)))),
+    el("td", {}, el("a", { href: detailUrl(run.id), class: "run-link", title: run.id }, el("code", {}, shortId(run.id)))),
     el("td", {}, run.workflow),
     el("td", {}, run.enterprise_id),
     el("td", {}, el("span", { class: `pill env-${run.environment}` }, run.environment)),

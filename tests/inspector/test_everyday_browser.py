@@ -245,6 +245,39 @@ Run.objects.filter(pk={reporter.run_id!r}).update(
     expect(row.locator("td.status .pill")).to_have_text("running")
 
 
+def test_the_front_page_says_how_many_live_runs_it_leaves_out(page, live):
+    """It showed the newest 20 live runs without a word about the others (the oldest ones,
+    the likeliest to be stale), and wrote "1 events"."""
+    reporter = live.reporter(enterprise_id="one-event", run_id="a-run-id-longer-than-twelve")
+    reporter.event("agent_text", agent="InterviewAgent", text="hello")
+    shell(live, """
+import datetime as dt
+from django.utils import timezone
+from runs.models import Run
+from runs.services.lifecycle import run_start
+for index in range(21):
+    run = run_start(workflow_name="Generator", enterprise_id=f"old-{index}").run
+    Run.objects.filter(pk=run.pk).update(started_at=timezone.now() - dt.timedelta(days=1))
+""")
+    page.goto("/")
+    expect(page.locator("#live-runs > li")).to_have_count(20)
+    more = page.locator("#live-more")
+    expect(more).to_be_visible()
+    hidden = int(re.search(r"and (\d+) older live run", more.inner_text()).group(1))
+    total = int(shell(live, """
+from runs.selectors import runs_live_count
+print(runs_live_count())
+""").strip().splitlines()[-1])
+    assert hidden == total - 20 >= 2
+    row = page.locator('#live-runs li[data-run-id="a-run-id-longer-than-twelve"]')
+    expect(row).to_contain_text("1 event ·")
+    expect(row.locator("code")).to_have_text("a-run-id-lon…")
+    expect(row.locator("a")).to_have_attribute("title", "a-run-id-longer-than-twelve")
+    live.reporter(enterprise_id="newest").event("agent_text", agent="InterviewAgent", text="hi")
+    expect(page.locator("#live-runs > li")).to_have_count(20)  # the newest 20, live
+    expect(more).to_contain_text(f"and {hidden + 1} older live runs")
+
+
 # -- dark mode ---------------------------------------------------------------------------------
 DARK_BG, LIGHT_BG = "rgb(18, 21, 28)", "rgb(246, 247, 249)"  # the palette's --bg: #12151c, #f6f7f9
 
