@@ -1,6 +1,6 @@
 // The workflow preview: "fetch now" runs the real MongoDB look-up of one database variable.
 
-import { el, getJSON, replace, show } from "./dom.js";
+import { el, getJSON, replace, show, when } from "./dom.js";
 
 const table = document.getElementById("preview");
 
@@ -20,7 +20,7 @@ async function fetchNow(button) {
     replace(result,
       el("code", { class: "source" }, data.source), " ",
       el("span", { class: `badge status-${data.status}` }, data.status),
-      el("span", { class: "reason" }, `looked up at ${new Date().toLocaleTimeString()}`),
+      el("span", { class: "reason" }, `looked up at ${when(new Date().toISOString())}`),
       data.reason ? el("span", { class: `reason reason-${data.status}` }, data.reason) : null);
   } catch (error) {
     replace(result, el("span", { class: "error" }, error.message));

@@ -442,6 +442,10 @@ def test_workflow_preview_shows_development_and_production_and_fetches_now(page,
     concept.get_by_role("button", name="Fetch now").click()
     expect(concept.locator(".value")).to_contain_text("Acme builds a marketplace")
     expect(concept.locator(".prov")).to_contain_text("resolved")
+    # written as every time on these pages is (it was the browser's local time, "2:13:58 PM")
+    expect(concept.locator(".prov")).to_contain_text(
+        re.compile(r"looked up at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+    )
 
     page.goto("/workflows/Generator/preview/?enterprise_id=nobody")
     concept = page.locator(

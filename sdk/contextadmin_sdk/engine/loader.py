@@ -284,12 +284,14 @@ def _resolve_database(
             b.put(variable.name, value, **put, status="resolved", reason=redacted)
             b.warn(f"{variable.name}: {lookup.source} {redacted}")
             continue
-        b.put(variable.name, value, **put, status="resolved")
-        if not value_matches_type(lookup.value, variable.type):
-            b.warn(
-                f"{variable.name}: declared {variable.type} but {lookup.source} holds "
-                f"{json_type_name(lookup.value)}; kept as is"
-            )
+        mismatch = None if value_matches_type(lookup.value, variable.type) else (
+            f"declared {variable.type} but {lookup.source} holds "
+            f"{json_type_name(lookup.value)}; kept as is"
+        )
+        # said beside the value too (its provenance), where the run page and preview show it
+        b.put(variable.name, value, **put, status="resolved", reason=mismatch)
+        if mismatch is not None:
+            b.warn(f"{variable.name}: {mismatch}")
 
 
 def _seed_derived(config: ContextVariablesFile, b: ContextBuilder) -> None:

@@ -171,6 +171,11 @@ def test_type_mismatch_is_kept_with_a_warning(mongo: MongoServer) -> None:
     assert ctx.warnings == [
         "tier: declared string but db.engine_tests.Profiles.count holds an integer; kept as is"
     ]
+    # beside the value as well, where the run page and the preview show each variable's source
+    assert ctx.provenance["tier"]["status"] == "resolved"
+    assert ctx.provenance["tier"]["reason"] == (
+        "declared string but db.engine_tests.Profiles.count holds an integer; kept as is"
+    )
 
 
 @pytest.mark.mongo
