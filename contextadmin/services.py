@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import secrets
@@ -83,6 +84,7 @@ class ImportResult:
     diff: ConfigDiff
     created: bool
     version: WorkflowVersion | None = None
+    unchanged: WorkflowVersion | None = None  # the version that already holds these definitions
 
 
 def workflow_edit_lock(*, workflow: Workflow, base: int | None) -> None:
@@ -275,6 +277,13 @@ def workflow_import(
             "re-run with --replace (add --dry-run first to preview the diff)"
         )
     result = ImportResult(warnings=parsed.warnings, diff=diff, created=workflow is None)
+    head = workflow_head(workflow=workflow) if workflow is not None else None
+    if (
+        action == VersionAction.IMPORT  # a revert is always a version of its own
+        and head is not None
+        and head.export == fmt.config_export_bytes(parsed.config).decode("utf-8")
+    ):  # the same definitions again: no new version, and no row re-made under an open page
+        return dataclasses.replace(result, unchanged=head)
     if dry_run:
         return result
     database_name = parsed.config.context_variables.database_name or ""

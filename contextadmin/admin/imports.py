@@ -146,9 +146,16 @@ class WorkflowImportMixin:
         del request.session[PENDING_IMPORT_KEY]
         workflow = Workflow.objects.get(name=name)
         verb = "Created" if result.created else "Replaced the definitions of"
-        messages.success(
-            request, f"{verb} {name} from context_variables.json ({result.diff.summary()})."
-        )
+        if result.unchanged is not None:
+            messages.info(
+                request,
+                f"{name} already has exactly these definitions (version "
+                f"{result.unchanged.number}): nothing changed, no new version.",
+            )
+        else:
+            messages.success(
+                request, f"{verb} {name} from context_variables.json ({result.diff.summary()})."
+            )
         if result.version is not None:
             messages.info(request, version_saved_message(workflow, result.version))
         for warning in result.warnings:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -123,6 +126,34 @@ def test_replace_existing_workflow(
     assert Variable.objects.get(name="product_tier").value == "ga"
     messages = [str(m) for m in response.wsgi_request._messages]
     assert any("Replaced the definitions of Generator" in m for m in messages)
+
+
+def test_importing_the_same_definitions_again_changes_nothing_and_says_so(
+    staff_client: Client, generator: Workflow, example_bytes: bytes, tmp_path: Path
+) -> None:
+    """It recorded (and published) a new version, "0 added, 0 removed, 0 changed", and made
+    every row again: ids an open workflow page still posted."""
+    rows = sorted(Variable.objects.values_list("pk", flat=True))
+    response = upload(staff_client, into_url(generator), "Generator", example_bytes)
+    assert "0 added, 0 removed, 0 changed" in response.content.decode()
+    before = db_dump()
+    response = apply(staff_client, into_url(generator), response)
+    assert response.status_code == 302
+    messages = [str(m) for m in response.wsgi_request._messages]
+    assert messages == [
+        "Generator already has exactly these definitions (version 1): nothing changed, no new "
+        "version."
+    ]
+    assert db_dump() == before
+    assert sorted(Variable.objects.values_list("pk", flat=True)) == rows
+    out = io.StringIO()
+    path = tmp_path / "context_variables.json"
+    path.write_bytes(example_bytes)
+    call_command("import_context", str(path), "--workflow", "Generator", "--replace", stdout=out)
+    assert out.getvalue().splitlines()[-1] == (
+        "unchanged: workflow Generator already has these definitions (version 1); no new version"
+    )
+    assert db_dump() == before
 
 
 def test_apply_trusts_only_the_server_side_upload(

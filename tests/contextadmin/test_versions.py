@@ -272,8 +272,11 @@ def test_an_import_preview_made_before_a_save_is_not_applied(
     assert versions(generator)[-1] == (2, "save", "reviewer")
 
 
-def test_import_with_a_stale_base_raises(generator: Workflow, example_bytes: bytes) -> None:
-    services.workflow_import(name="Generator", data=example_bytes, replace=True, base=1)
+def test_import_with_a_stale_base_raises(
+    generator: Workflow, example_bytes: bytes, example: dict[str, Any]
+) -> None:
+    example["context_variables"]["declarative_variables"][1]["value"] = 50
+    services.workflow_import(name="Generator", data=json.dumps(example), replace=True, base=1)
     with pytest.raises(services.StaleEdit) as caught:
         services.workflow_import(name="Generator", data=example_bytes, replace=True, base=1)
     assert caught.value.current.number == 2

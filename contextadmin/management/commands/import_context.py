@@ -56,6 +56,12 @@ class Command(BaseCommand):
             self.stderr.write(f"warning: {warning}")
         for line in result.diff.lines():
             self.stdout.write(line)
+        if result.unchanged is not None:
+            self.stdout.write(
+                f"unchanged: workflow {options['workflow']} already has these definitions "
+                f"(version {result.unchanged.number}); no new version"
+            )
+            return
         verb = "would create" if result.created else "would replace"
         if not options["dry_run"]:
             verb = "created" if result.created else "replaced"
