@@ -355,7 +355,8 @@ def test_template_preview_resolves_at_the_selected_seq_and_highlights_unresolved
     for event in demo_events():
         reporter.event(**event)
     open_run(page, reporter.run_id)
-    page.fill("#template-input", "{{enterprise_id}} done={{interview_complete}} {{nowhere.at_all}}")
+    field = page.get_by_label("Template to resolve against this run's state")  # named, not only
+    field.fill("{{enterprise_id}} done={{interview_complete}} {{nowhere.at_all}}")  # a hint
     output = page.locator("#template-output")
     expect(output).to_have_text("acme done=true {{nowhere.at_all}}")
     expect(output.locator("mark.unresolved")).to_have_text("{{nowhere.at_all}}")
@@ -424,6 +425,40 @@ def test_runs_list_filters_apply_to_live_rows(page, live):
     expect(page.locator(f'#run-rows tr[data-run-id="{production.run_id}"]')).to_be_visible()
     expect(page.locator(f'#run-rows tr[data-run-id="{development.run_id}"]')).to_have_count(0)
     expect(page.locator("#run-rows tr")).to_have_count(1)
+
+
+_COLORS = """sel => [...document.querySelectorAll(sel)].slice(0, 5).map(node => {
+  let back = node, bg = "rgba(0, 0, 0, 0)";
+  while (back && (bg === "rgba(0, 0, 0, 0)" || bg === "transparent")) {
+    bg = getComputedStyle(back).backgroundColor; back = back.parentElement;
+  }
+  return [getComputedStyle(node).color, bg];
+})"""
+
+
+def _contrast(foreground: str, background: str) -> float:
+    def luminance(css: str) -> float:
+        red, green, blue = (int(part) / 255 for part in re.findall(r"\d+", css)[:3])
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+                  for c in (red, green, blue)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_muted_text_on_chips_reads_at_4_5_to_1(page, live, scheme):
+    """"never in production" badges and "(absent)" values were 4.36:1 in light mode."""
+    page.emulate_media(color_scheme=scheme)
+    page.goto("/workflows/Routed/preview/?CONTEXT_AWARE=on")
+    expect(page.locator(".status-never").first).to_be_visible()
+    pairs = []
+    for selector in (".status-never", ".absent", ".reason", ".muted"):
+        pairs += page.evaluate(_COLORS, selector)
+    assert pairs
+    for foreground, background in pairs:
+        assert _contrast(foreground, background) >= 4.5, (scheme, foreground, background)
 
 
 def test_workflow_preview_shows_development_and_production_and_fetches_now(page, live):
