@@ -38,18 +38,27 @@ def runs_annotated(runs: QuerySet[Run]) -> QuerySet[Run]:
 
 
 def run_search_parse(query: Mapping[str, str]) -> dict[str, str]:
-    """Read the runs list's search from a query: every field stripped, bad ones refused by name."""
+    """Read the runs list's search from a query: every field stripped, bad ones refused by name
+    (all of them at once: fixing one should not reveal the next)."""
     search = {key: (query.get(key) or "").strip()[:200] for key in RUN_SEARCH}
+    problems = []
     if search["status"] and search["status"] not in Run.Status.values:
-        raise BadRequest(f"status: one of {', '.join(Run.Status.values)}, got {search['status']!r}")
+        problems.append(
+            f"status: one of {', '.join(Run.Status.values)}, got {search['status']!r}"
+        )
     if search["environment"] and search["environment"] not in Run.Environment.values:
-        raise BadRequest(
+        problems.append(
             f"environment: one of {', '.join(Run.Environment.values)}, "
             f"got {search['environment']!r}"
         )
     for name in ("since", "until"):
         if search[name]:
-            datetime_decode(search[name], what=name)
+            try:
+                datetime_decode(search[name], what=name)
+            except BadRequest as exc:
+                problems.append(exc.message)
+    if problems:
+        raise BadRequest("; ".join(problems))
     return search
 
 

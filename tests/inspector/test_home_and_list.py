@@ -210,6 +210,14 @@ def test_runs_list_refuses_bad_search_naming_the_field(staff, generator, query, 
     assert page.status_code == 400 and 'id="search-error"' in page.content.decode()
 
 
+def test_runs_list_names_every_bad_search_value_at_once(staff, generator):
+    """It named the first only: fix it, and meet the next."""
+    query = {"status": "bogus", "environment": "moon", "since": "2026-02-30T00:00"}
+    error = staff.get("/runs/", {**query, "format": "json"}).json()["error"]
+    assert error.startswith("status: one of ")
+    assert "; environment: one of " in error and "; since: expected a date" in error
+
+
 @pytest.mark.parametrize("answer", ["xml", "JSON", "csv"])
 def test_runs_list_refuses_a_format_it_does_not_answer_in(staff, generator, answer):
     """``?format=xml`` was ignored: the HTML page came back as if asked for."""
