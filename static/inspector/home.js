@@ -32,7 +32,22 @@ function render() {
   empty.hidden = runs.size > 0;
 }
 
+/** The workflows table's "Last run": the newest run of the run's workflow, as it changes. */
+function lastRun(run) {
+  const row = document.querySelector(`#workflows tr[data-workflow="${CSS.escape(run.workflow)}"]`);
+  const cell = row && row.querySelector("td.last-run");
+  if (!cell) return;
+  const shown = cell.dataset.startedAt;
+  if (cell.dataset.runId !== run.id && shown && new Date(shown) > new Date(run.started_at)) return;
+  cell.dataset.runId = run.id;
+  cell.dataset.startedAt = run.started_at;
+  replace(cell,
+    el("a", { href: detailUrl(run.id) }, el("time", { datetime: run.started_at }, when(run.started_at))),
+    " ", el("span", { class: "pill", dataset: { status: run.status } }, run.status));
+}
+
 function update(run, { fresh = false } = {}) {
+  if (!fresh) lastRun(run);
   if (!run.live) {
     if (!runs.delete(run.id) && unlisted > 0) unlisted -= 1; // an unlisted one ended
   } else {

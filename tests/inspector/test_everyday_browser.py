@@ -278,6 +278,19 @@ print(runs_live_count())
     expect(more).to_contain_text(f"and {hidden + 1} older live runs")
 
 
+def test_the_front_pages_last_run_follows_the_newest_run_live(page, live):
+    """"Last run" kept the run the page was loaded with while *live now* moved on."""
+    page.goto("/")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    reporter = live.reporter(enterprise_id="last-run")
+    cell = page.locator('#workflows tr[data-workflow="Generator"] td.last-run')
+    expect(cell).to_have_attribute("data-run-id", reporter.run_id)
+    expect(cell.locator(".pill")).to_have_text("running")
+    reporter.event("run_status", status="completed")
+    expect(cell.locator(".pill")).to_have_text("completed")
+    expect(cell.locator("a")).to_have_attribute("href", f"/runs/{reporter.run_id}/")
+
+
 # -- dark mode ---------------------------------------------------------------------------------
 DARK_BG, LIGHT_BG = "rgb(18, 21, 28)", "rgb(246, 247, 249)"  # the palette's --bg: #12151c, #f6f7f9
 
