@@ -44,12 +44,20 @@ function jump(seq) {
 }
 
 const resolveSoon = templatePreview({ url: root.dataset.resolveUrl, at: () => (view.live ? null : view.seq) });
+let selectedUnshown = initial.event; // the URL's event: brought into view once the panels drew
 const panels = runPanels({
   page, model, view, jump,
   conn: () => conn,
   afterRender() {
     travel.follow();
     if (view.live) resolveSoon();
+    // the panels above the list grew as they drew and pushed the row the list had scrolled to
+    // out of the window: scroll to it once more, after their first settled drawing
+    const row = settled && selectedUnshown !== null && document.getElementById(`event-${selectedUnshown}`);
+    if (row) {
+      selectedUnshown = null;
+      row.scrollIntoView({ block: "center" });
+    }
   },
 });
 const travel = timeTravel({

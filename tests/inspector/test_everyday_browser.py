@@ -199,6 +199,20 @@ def test_the_run_page_view_survives_a_reload(page, live):
     assert stream_seqs(page)[-1] == 9
 
 
+def test_a_link_to_an_event_shows_that_event_in_the_window(page, live):
+    """``?event=N`` marked the event but left it below the fold: the panels above the list
+    drew after the list had scrolled to it."""
+    reporter = live.reporter()
+    for event in demo_events():
+        reporter.event(**event)
+    page.set_viewport_size({"width": 1300, "height": 700})
+    page.goto(f"/runs/{reporter.run_id}/?event=7")
+    row = page.locator("#event-7")
+    expect(row).to_have_class(re.compile(r"\btarget\b"))
+    expect(page.locator("#graph g.node.current")).to_be_visible()  # the panels have drawn
+    expect(row).to_be_in_viewport()
+
+
 # -- lifecycle -----------------------------------------------------------------------------------
 def test_a_silent_run_is_stale_and_a_crash_is_not_a_completion(page, live):
     reporter = live.reporter(enterprise_id="stale")
