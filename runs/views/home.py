@@ -31,13 +31,16 @@ def favicon(request: HttpRequest) -> HttpResponse:
 def home(request: HttpRequest) -> HttpResponse:
     """The operator's front door: workflows, runs live now, recent changes, a first-run list."""
     live = [selectors.run_summary(run=run) for run in selectors.runs_live()]
+    # fewer than the page lists are all of them: no second query
+    full = len(live) >= selectors.LIVE_SHOWN
+    live_total = selectors.runs_live_count() if full else len(live)
     return render(
         request,
         "home.html",
         {
             "workflows": selectors.workflow_rows(),
             "live": live,
-            "live_meta": {"total": selectors.runs_live_count(), "shown": selectors.LIVE_SHOWN},
+            "live_meta": {"total": live_total, "shown": selectors.LIVE_SHOWN},
             "changes": selectors.recent_changes(),
             "checklist": selectors.first_run_checklist(),
             "server_url": request.build_absolute_uri("/").rstrip("/"),

@@ -44,9 +44,15 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
   function showAt(seq) {
     $("travel-seq").value = String(seq);
     setText($("travel-out"), `#${seq}`);
-    replace($("travel-note"), `Showing the state after event #${seq} of ${model.lastSeq}. The event stream stays live. `,
-      el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
-    $("travel-note").hidden = false;
+    const note = $("travel-note");
+    const text = `Showing the state after event #${seq} of ${model.lastSeq}. The event stream stays live. `;
+    const said = note.querySelector(".travel-text");
+    if (said) setText(said, text); // at each render: the button keeps a reader's focus
+    else {
+      replace(note, el("span", { class: "travel-text" }, text),
+        el("button", { type: "button", class: "link-button", onclick: goLive }, "Back to live"));
+    }
+    note.hidden = false;
   }
 
   async function travelTo(seq) {

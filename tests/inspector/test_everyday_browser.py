@@ -186,11 +186,15 @@ def test_the_run_page_view_survives_a_reload(page, live):
     expect(page.locator("#event-5")).to_have_class("ev ev-agent_text target")
     expect(page.locator("#compare-result")).to_contain_text("From #2 to #8")
 
-    # "compare with #" follows the live end; the travel note counts the run's events
+    # "compare with #" follows the live end; the travel note counts the run's events, and its
+    # button keeps a keyboard reader's focus while it does
+    back = page.locator("#travel-note").get_by_role("button", name="Back to live")
+    back.focus()
     reporter.event("agent_text", agent="InterviewAgent", text="one more")
     expect(page.locator("#compare-b")).to_have_value("9")
     expect(page.locator("#travel-note")).to_contain_text("after event #3 of 9")
     expect(page.locator("#travel-seq")).to_have_value("3")
+    expect(back).to_be_focused()
     # a filter that matches nothing says so
     page.select_option("#filter-type", "handoff")
     expect(page.locator("#stream-nomatch")).to_contain_text("No event matches type handoff")

@@ -84,12 +84,12 @@ class ContextSync:
                 rule, problem = "type", f"value: {unstorable}"
             else:
                 refusal = context_set_refusal(self.config, name, value, environment=environment)
-                event = {"type": "context_set", "name": name, "value": copy.deepcopy(value), **who}
+                event = {"type": "context_set", "name": name, "value": value, **who}
                 too_large = None if refusal else event_too_large(
                     encode_record(event), event_type="context_set"
                 )
                 if refusal is None and too_large is None:
-                    events.append(event)
+                    events.append({**event, "value": copy.deepcopy(value)})
                     continue
                 rule, problem = (refusal.rule, refusal.problem) if refusal else (
                     "type", f"value: {too_large}"  # the server could never take it

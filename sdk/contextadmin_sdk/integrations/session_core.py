@@ -141,7 +141,9 @@ class SessionCore:
             "status": "success" if success else "error",
             "data": tool_data(text),
         }
-        encoded = encode_record(event)
+        # Only a long text can make data past the limit (re-encoded JSON grows at most ~4.5x,
+        # "1e9" -> 1000000000.0): a short one skips the encode (the reporter encodes it anyway).
+        encoded = encode_record(event) if len(text) > MAX_EVENT_BYTES // 8 else b""
         too_large = event_too_large(encoded, event_type="tool_response") is not None
         if too_large:
             self._warn_once(
