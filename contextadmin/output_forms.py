@@ -2,7 +2,8 @@
 
 No rule lives here either: ``forms.WorkflowCheck`` checks the mappings with the rest of the
 document through the format module and puts each issue on the field its path names
-(``outputs[1].to`` is the ``to`` of the second mapping in page order).
+(``outputs[1].to`` is the ``to`` of the second mapping saved, in position order), naming any
+other mapping a message refers to as the page lists it (``output mapping #1 (…)``).
 """
 
 from __future__ import annotations

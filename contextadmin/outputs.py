@@ -40,10 +40,11 @@ def output_stand_in(index: int) -> dict[str, Any]:
 
 
 def output_label(item: Any) -> str:
-    """`` (extract_keywords.keywords → agent.intermediate.keywords)`` for error paths."""
+    """``extract_keywords.keywords → agent.intermediate.keywords``: a mapping named in errors
+    ("" for an item that is not an object)."""
     if not isinstance(item, Mapping):
         return ""
-    return f" ({item.get('tool', '?')}.{item.get('field', '?')} → {item.get('to', '?')})"
+    return f"{item.get('tool', '?')}.{item.get('field', '?')} → {item.get('to', '?')}"
 
 
 def outputs_diff(

@@ -348,40 +348,33 @@ def _sorted(issues: list[fmt.ConfigIssue]) -> list[fmt.ConfigIssue]:
 
 
 def issue_label(issue: fmt.ConfigIssue, data: Any) -> str:
-    """Name the variable (or hand-off) as well as the path.
+    """One problem of an import: its full JSON path from the document root (``issue.path``,
+    as in the file), the definition it falls in, then the message.
 
-    ``declarative_variables[0] (max_items).value: must be an integer``.
+    ``context_variables.declarative_variables[0].value (max_items): must be an integer``.
     """
+    if not issue.loc:
+        return issue.message
     document = _decoded(data) if not isinstance(data, dict) else data
-    return (
-        f"{issue_path_label(issue.loc, document)}: {issue.message}"
-        if issue.loc
-        else (issue.message)
-    )
+    subject = issue_subject(issue.loc, document)
+    return f"{issue.path} ({subject}): {issue.message}" if subject else str(issue)
 
 
-def issue_path_label(loc: tuple[Any, ...], document: Any) -> str:
-    """Return the path with the variable's name (or the hand-off's agents) after its index."""
-    parts = list(loc)
-    named = ""
+def issue_subject(loc: tuple[Any, ...], document: Any) -> str:
+    """Name the definition a path falls in: a variable's name (``max_items``), a hand-off's
+    agents (``InterviewAgent → PlannerAgent``), a mapping (``extract_keywords.keywords →
+    agent.intermediate.keywords``); "" when the path is not inside one, or it has no name."""
     try:
-        if len(parts) >= 3 and parts[0] == "context_variables" and isinstance(parts[2], int):
-            item = document["context_variables"][parts[1]][parts[2]]
-            if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]:
-                named = f" ({item['name'][:60]})"
-            return f"{parts[1]}[{parts[2]}]{named}" + _rest(parts[3:])
-        if len(parts) >= 2 and parts[0] == "handoffs" and isinstance(parts[1], int):
-            item = document["handoffs"][parts[1]]
+        if len(loc) >= 3 and loc[0] == "context_variables" and isinstance(loc[2], int):
+            item = document["context_variables"][loc[1]][loc[2]]
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                return item["name"][:60]
+        elif len(loc) >= 2 and loc[0] == "handoffs" and isinstance(loc[1], int):
+            item = document["handoffs"][loc[1]]
             if isinstance(item, dict):
-                named = f" ({item.get('source_agent', '?')} → {item.get('target_agent', '?')})"
-            return f"handoffs[{parts[1]}]{named}" + _rest(parts[2:])
-        if len(parts) >= 2 and parts[0] == "outputs" and isinstance(parts[1], int):
-            named = output_label(document["outputs"][parts[1]])
-            return f"outputs[{parts[1]}]{named}" + _rest(parts[2:])
+                return f"{item.get('source_agent', '?')} → {item.get('target_agent', '?')}"
+        elif len(loc) >= 2 and loc[0] == "outputs" and isinstance(loc[1], int):
+            return output_label(document["outputs"][loc[1]])
     except (KeyError, IndexError, TypeError):
         pass
-    return fmt.format_loc(loc)
-
-
-def _rest(parts: list[Any]) -> str:
-    return fmt.format_loc(("x", *parts))[1:] if parts else ""
+    return ""

@@ -168,11 +168,14 @@ class WorkflowImportMixin:
 
 
 def _issues_named(exc: ConfigError, data: bytes) -> list[dict[str, str]]:
-    """Each problem with its path naming the variable: ``declarative_variables[0] (max_items)``."""
+    """Each problem with its full JSON path (``issue.path``, as in the file) and the
+    definition it falls in: ``context_variables.declarative_variables[0].value``, ``max_items``."""
     document = specs.decoded_document(data)
     return [
-        {"path": specs.issue_path_label(issue.loc, document), "message": issue.message}
-        if issue.loc
-        else {"path": "", "message": issue.message}
+        {
+            "path": issue.path,
+            "subject": specs.issue_subject(issue.loc, document),
+            "message": issue.message,
+        }
         for issue in exc.issues
     ]

@@ -18,6 +18,7 @@ from contextadmin.forms.formsets import DefinitionsFormSet
 from contextadmin.models import (
     Workflow,
 )
+from contextadmin.outputs import output_label, output_spec
 
 VARIABLE_KEYS = tuple(fmt.CATEGORY_KEYS[c] for c in fmt.CATEGORIES)
 
@@ -31,6 +32,7 @@ class WorkflowCheck:
         self.formset_errors: dict[str, list[str]] = defaultdict(list)
         self.labels: list[str] = []
         self.placed: list[tuple[forms.BaseForm, str | None, str]] = []  # (form, field, message)
+        self.output_names: list[str] = []  # each live mapping, in document order, as the page
         self._done = False
         for formset in formsets:
             formset.workflow_check = self
@@ -41,6 +43,8 @@ class WorkflowCheck:
             return
         self._done = True
         rows = {key: _live_forms(formset) for key, formset in self.formsets.items()}
+        if "outputs" in self.formsets:
+            self.output_names = _output_names(rows["outputs"], self.formsets["outputs"])
         triggers: dict[forms.BaseForm, list[forms.BaseForm]] = {}
         for form in rows.get("derived_variables", []):
             triggers[form] = [
@@ -94,7 +98,7 @@ class WorkflowCheck:
         for key in (*VARIABLE_KEYS, "handoffs", "outputs"):
             for index, form in enumerate(rows.get(key, [])):
                 if key == "outputs":
-                    add(f"outputs[{index}]", form, {})
+                    add(f"outputs[{index}] ({output_label(output_spec(form.instance))})", form, {})
                     continue
                 if key == "handoffs":
                     data = getattr(form, "cleaned_data", {}) or {}
@@ -114,13 +118,24 @@ class WorkflowCheck:
             labels += [f"{key}: {error}" for error in self.formset_errors.get(key, [])]
         return labels
 
+    def _in_row_terms(self, message: str) -> str:
+        """Name another mapping the way the page shows it, not by its index in the document
+        (``outputs[0]``: 0-based, and blind to the rows this save deletes or moves)."""
+
+        def name(match: re.Match[str]) -> str:
+            index = int(match.group(1))
+            names = self.output_names
+            return names[index] if index < len(names) else f"output mapping #{index + 1}"
+
+        return _OUTPUT_AT.sub(name, message)
+
     def _place(
         self,
         issue: fmt.ConfigIssue,
         rows: dict[str, list[forms.BaseForm]],
         triggers: dict[forms.BaseForm, list[forms.BaseForm]],
     ) -> None:
-        loc, message = issue.loc, humanize(issue.message)
+        loc, message = issue.loc, self._in_row_terms(humanize(issue.message))
         if len(loc) >= 3 and loc[0] == "context_variables" and loc[1] in VARIABLE_KEYS:
             form = _at(rows.get(str(loc[1]), []), loc[2])
             rest = loc[3:]
@@ -162,6 +177,24 @@ def _live_forms(formset: forms.BaseFormSet) -> list[forms.BaseForm]:
         live.append(form)
     sort_field = getattr(formset, "sortable_field_name", None) or "position"
     return sorted(live, key=lambda form: getattr(form, "cleaned_data", {}).get(sort_field) or 0)
+
+
+def _output_names(live: list[forms.BaseForm], formset: forms.BaseFormSet) -> list[str]:
+    """Each live mapping (document order) named as the page shows it: ``output mapping #2
+    (search_documents.document_list → agent.final_result.documents)``, #2 counting the rows in
+    the order the page lists them (by position, as nested_admin's ``formsetsort``: rows without
+    one last; a row this save deletes is still listed)."""
+    sort_field = getattr(formset, "sortable_field_name", None) or "position"
+
+    def page_position(form: forms.BaseForm) -> tuple[bool, int]:
+        value = form[sort_field].data if sort_field in form.fields else None
+        return (not value, int(value) if value else 0)
+
+    number = {form: n for n, form in enumerate(sorted(formset.forms, key=page_position), 1)}
+    return [
+        f"output mapping #{number[form]} ({output_label(output_spec(form.instance))})"
+        for form in live
+    ]
 
 
 def _at(items: list[forms.BaseForm], index: Any) -> forms.BaseForm | None:
@@ -215,6 +248,7 @@ def _messages(form: forms.BaseForm, field: str | None) -> list[str]:
 
 
 _DECLARED_AT = re.compile(r"context_variables\.(\w+)_variables\[(\d+)\]")
+_OUTPUT_AT = re.compile(r"\boutputs\[(\d+)\]")
 
 
 def humanize(message: str) -> str:

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextadmin import services
-from contextadmin.models import Handoff, Trigger, Variable, Workflow
+from contextadmin.models import Handoff, OutputMapping, Trigger, Variable, Workflow
 
 EXAMPLE_PATH = Path(settings.BASE_DIR) / "contextadmin" / "demo" / "context_variables.json"
 
@@ -49,7 +49,7 @@ def db_dump() -> dict[str, list[dict[str, Any]]]:
     """Return every definitions row, for before/after comparisons."""
     return {
         model.__name__: list(model.objects.order_by("pk").values())
-        for model in (Workflow, Variable, Trigger, Handoff)
+        for model in (Workflow, Variable, Trigger, Handoff, OutputMapping)
     }
 
 

@@ -346,6 +346,10 @@ def test_deleting_a_workflow_deletes_its_definitions(
 
 # -- rules: each one shown next to the offending field, nothing saved ---------------------------
 HANDOFF = "__handoff__"
+OUTPUTS = "__outputs__"  # output mappings added in this order: at least two, so a wrong row shows
+KEYWORDS = {"tool": "extract_keywords", "field": "keywords", "to": "agent.intermediate.keywords"}
+DOCUMENTS = {"tool": "search_documents", "field": "document_list", "to": "agent.documents"}
+KEYWORDS_ROW = "output mapping #1 (extract_keywords.keywords → agent.intermediate.keywords)"
 
 ADMIN_RULES = [
     pytest.param(
@@ -677,12 +681,61 @@ ADMIN_RULES = [
         "unknown variable nope",
         id="condition-unknown-variable",
     ),
+    pytest.param(
+        {OUTPUTS: [{**KEYWORDS, "to": "nodes.keywords"}, DOCUMENTS]},
+        "outputs-0",
+        "to",
+        "nodes is a namespace the run writes itself",
+        id="output-namespace-first-row",
+    ),
+    pytest.param(
+        {OUTPUTS: [KEYWORDS, {**DOCUMENTS, "to": "execution.documents"}]},
+        "outputs-1",
+        "to",
+        "execution is a namespace the run writes itself",
+        id="output-namespace-second-row",
+    ),
+    pytest.param(
+        {OUTPUTS: [KEYWORDS, {**DOCUMENTS, "to": "context.max_items"}]},
+        "outputs-1",
+        "to",
+        "names declarative variable max_items",
+        id="output-writes-a-variable",
+    ),
+    pytest.param(
+        {OUTPUTS: [KEYWORDS, {**DOCUMENTS, "tool": "world"}]},
+        "outputs-1",
+        "tool",
+        "world is a namespace of the run's state",
+        id="output-tool-named-world",
+    ),
+    pytest.param(
+        {OUTPUTS: [KEYWORDS, {**DOCUMENTS, "to": KEYWORDS["to"]}]},
+        "outputs-1",
+        "to",
+        f"agent.intermediate.keywords is already written by {KEYWORDS_ROW}: one mapping per path",
+        id="output-path-written-twice",
+    ),
+    pytest.param(
+        {OUTPUTS: [KEYWORDS, {**DOCUMENTS, "to": "agent.intermediate.keywords.top"}]},
+        "outputs-1",
+        "to",
+        f"is inside agent.intermediate.keywords, which {KEYWORDS_ROW} writes",
+        id="output-path-inside-another",
+    ),
+    pytest.param(
+        {OUTPUTS: [KEYWORDS, {**DOCUMENTS, "to": "agent.intermediate"}]},
+        "outputs-1",
+        "to",
+        f"agent.intermediate holds the path {KEYWORDS_ROW} writes",
+        id="output-path-above-another",
+    ),
 ]
 
 
 def _row_the_edits_leave(data: dict[str, Any], edits: dict[str, Any], prefix: str) -> str:
     """A variable row neither edited nor named by ``edits`` (product_tier in a condition)."""
-    touched = {prefix, *(key.rsplit("-", 1)[0] for key in edits if key != HANDOFF)}
+    touched = {prefix, *(key.rsplit("-", 1)[0] for key in edits if key not in (HANDOFF, OUTPUTS))}
     named = str(edits)
     return next(
         row
@@ -703,11 +756,15 @@ def test_rule_is_enforced_next_to_the_field(
     deleting: bool,
 ) -> None:
     """Each rule refuses the save next to its field, also when the same save deletes a row
-    (nested_admin then cleans every form a second time: the page's check must still hold)."""
+    (nested_admin then cleans every form a second time: the page's check must still hold).
+    An output mapping's error is on its own row alone, naming other rows as the page does."""
     data = page_data(staff_client, generator)
     for key, value in edits.items():
         if key == HANDOFF:
             add_form(data, "handoffs", description="", **value)
+        elif key == OUTPUTS:
+            for mapping in value:
+                add_form(data, "outputs", **mapping)
         else:
             data[key] = value
     if deleting:
@@ -719,6 +776,13 @@ def test_rule_is_enforced_next_to_the_field(
     assert response.status_code == 200, "the page must be shown again with the error"
     errors = field_errors(response, prefix, field)
     assert any(message in error for error in errors), errors
+    assert not any("outputs[" in error for error in errors), "a 0-based index of the document"
+    other_rows = {
+        row: form.errors
+        for row, form in forms_by_prefix(response).items()
+        if row.startswith("outputs-") and row != prefix and form.errors
+    }
+    assert not other_rows, other_rows
     assert db_dump() == before
 
 

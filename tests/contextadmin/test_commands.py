@@ -143,7 +143,7 @@ def test_import_replace_and_dry_run(generator: Workflow, example: dict, tmp_path
                     }
                 }
             ).encode(),
-            "error: derived_variables[0] (x).triggers[0].agent: field required",
+            "error: context_variables.derived_variables[0].triggers[0].agent (x): field required",
             id="json-path",
         ),
     ],

@@ -5,12 +5,14 @@ from __future__ import annotations
 import copy
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
@@ -18,6 +20,7 @@ from contextadmin import selectors
 from contextadmin.admin.imports import PENDING_IMPORT_KEY
 from contextadmin.models import Variable, Workflow
 from tests.contextadmin.conftest import db_dump
+from tests.contextadmin.test_import_export import _DELETE, CV, Mutation, _set
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +40,12 @@ def apply(client: Client, url: str, response: Any) -> Any:
     return client.post(url, {"step": "apply", "token": response.context["token"]})
 
 
+def issue_cell(path: str, subject: str = "") -> str:
+    """Return how the report renders a problem's path and the definition it falls in."""
+    named = f' <span class="import-issue-subject">({subject})</span>' if subject else ""
+    return f"<td><code>{path}</code>{named}</td>"
+
+
 def test_pages_render(staff_client: Client, generator: Workflow) -> None:
     assert staff_client.get(IMPORT_URL).status_code == 200
     response = staff_client.get(into_url(generator))
@@ -54,11 +63,104 @@ def test_invalid_file_shows_the_report_with_json_paths(
     html = response.content.decode()
     assert response.status_code == 200
     assert "Rejected: 2 problems. Nothing was changed." in html
-    # Each path names the variable too (issue 16).
-    assert "<code>derived_variables[0] (interview_complete).triggers[0].agent</code>" in html
-    assert "<code>environment_variables[0] (context_aware).source.env_var</code>" in html
+    # Each path is the file's, from its root, and names the variable too (issue 16).
+    assert issue_cell(
+        "context_variables.derived_variables[0].triggers[0].agent", "interview_complete"
+    ) in html
+    assert issue_cell(
+        "context_variables.environment_variables[0].source.env_var", "context_aware"
+    ) in html
     assert "AWS_SECRET looks like a secret" in html
     assert PENDING_IMPORT_KEY not in staff_client.session
+    assert db_dump() == before
+
+
+# Each problem of an import: its full JSON path from the document's root, as in the file (an
+# item's field and a whole list alike), and the definition it falls in when there is one.
+IMPORT_PATHS = [
+    pytest.param(
+        _set(f"{CV}.derived_variables[0].triggers[0].agent", _DELETE),
+        [(f"{CV}.derived_variables[0].triggers[0].agent", "interview_complete")],
+        id="a-trigger-field",
+    ),
+    pytest.param(
+        _set(f"{CV}.declarative_variables[1].value", "many"),
+        [(f"{CV}.declarative_variables[1].value", "max_items")],
+        id="a-variable-field",
+    ),
+    pytest.param(
+        _set(f"{CV}.environment_variables[0].source.env_var", "AWS_SECRET"),
+        [(f"{CV}.environment_variables[0].source.env_var", "context_aware")],
+        id="a-source-field",
+    ),
+    pytest.param(
+        _set(f"{CV}.derived_variables[0].name", "max_items"),
+        [(f"{CV}.derived_variables[0].name", "max_items")],
+        id="a-rule-across-variables",
+    ),
+    pytest.param(
+        _set(f"{CV}.database_variables[0]", 5),
+        [(f"{CV}.database_variables[0]", "")],
+        id="an-item-not-an-object",
+    ),
+    pytest.param(
+        _set(f"{CV}.declarative_variables", {"name": "x"}),
+        [(f"{CV}.declarative_variables", "")],
+        id="a-whole-list",
+    ),
+    pytest.param(
+        _set(f"{CV}.database_name", ""), [(f"{CV}.database_name", "")], id="the-database-name"
+    ),
+    pytest.param(_set(CV, []), [(CV, "")], id="the-section"),
+    pytest.param(
+        _set("handoffs", [{"source_agent": "InterviewAgent", "target_agent": "PlannerAgent",
+                           "condition": "${interview_complete} or ${context_aware}"}]),
+        [("handoffs[0].condition", "InterviewAgent → PlannerAgent")],
+        id="a-handoff-field",
+    ),
+    pytest.param(
+        _set("outputs", [{"tool": "t", "field": "f", "to": "agent.a"},
+                         {"tool": "u", "field": "g", "to": "agent.a"}]),
+        [("outputs[1].to", "u.g → agent.a")],
+        id="a-mapping-field",
+    ),
+    pytest.param(_set("outputs", "nope"), [("outputs", "")], id="the-mappings-list"),
+    pytest.param(_set("colour", "red"), [("colour", "")], id="an-unknown-key"),
+    pytest.param(
+        _set("derived_variables", []), [("derived_variables", "")], id="flat-and-nested"
+    ),
+    pytest.param(
+        _set("version", {"number": 0, "digest": "x"}),
+        [("version.number", ""), ("version.digest", "")],
+        id="the-version",
+    ),
+]
+
+
+@pytest.mark.parametrize("surface", ["import-page", "import_context"])
+@pytest.mark.parametrize(("mutate", "expected"), IMPORT_PATHS)
+def test_import_errors_name_the_full_path_from_the_document_root(
+    staff_client: Client, generator: Workflow, example: dict[str, Any], tmp_path: Path,
+    mutate: Mutation, expected: list[tuple[str, str]], surface: str,
+) -> None:
+    content = json.dumps(mutate(copy.deepcopy(example))).encode()
+    before = db_dump()
+    if surface == "import-page":
+        html = upload(staff_client, into_url(generator), "Generator", content).content.decode()
+        cells = re.findall(r'<tr class="import-issue">(<td>.*?</td>)<td>', html)
+        assert cells == [issue_cell(path, subject) for path, subject in expected]
+    else:
+        path = tmp_path / "context_variables.json"
+        path.write_bytes(content)
+        err = io.StringIO()
+        with pytest.raises(CommandError, match="nothing changed"):
+            call_command("import_context", str(path), "--workflow", "Generator", "--replace",
+                         stderr=err)
+        lines = err.getvalue().splitlines()
+        assert len(lines) == len(expected), lines
+        for line, (path_, subject) in zip(lines, expected, strict=True):
+            assert line.startswith(f"error: {path_} ({subject}): " if subject
+                                   else f"error: {path_}: "), line
     assert db_dump() == before
 
 
@@ -219,10 +321,10 @@ def test_every_problem_is_reported_in_one_pass(
     response = upload(staff_client, into_url(generator), "Generator", json.dumps(example).encode())
     html = response.content.decode()
     assert "Rejected: 3 problems. Nothing was changed." in html
-    assert "<code>declarative_variables[1] (max_items).value</code>" in html
-    assert "<code>declarative_variables[2] (product_tier).name</code>" in html
+    assert issue_cell("context_variables.declarative_variables[1].value", "max_items") in html
+    assert issue_cell("context_variables.declarative_variables[2].name", "product_tier") in html
     assert "already declared" in html
-    assert "<code>handoffs[0] (InterviewAgent → PlannerAgent).condition</code>" in html
+    assert issue_cell("handoffs[0].condition", "InterviewAgent → PlannerAgent") in html
     assert "&quot;or&quot; is not allowed" in html
 
 

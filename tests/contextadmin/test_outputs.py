@@ -18,7 +18,14 @@ from contextadmin import selectors, services
 from contextadmin.models import OutputMapping, Workflow, WorkflowVersion
 from tests.contextadmin.conftest import db_dump
 from tests.contextadmin.formdata import add_form, form_data
-from tests.contextadmin.test_import_page import IMPORT_URL, apply, diff_entry, into_url, upload
+from tests.contextadmin.test_import_page import (
+    IMPORT_URL,
+    apply,
+    diff_entry,
+    into_url,
+    issue_cell,
+    upload,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -102,8 +109,7 @@ def test_the_import_page_reports_and_diffs_mappings(
     response = upload(staff_client, into_url(generator), "Generator", json.dumps(bad).encode())
     html = response.content.decode()
     assert "Rejected: 1 problem. Nothing was changed." in html
-    assert ("<code>outputs[1] (search_documents.document_list → temp.documents).to</code>"
-            in html)
+    assert issue_cell("outputs[1].to", "search_documents.document_list → temp.documents") in html
 
     response = upload(staff_client, into_url(generator), "Generator", json.dumps(mapped).encode())
     html = response.content.decode()
@@ -187,7 +193,8 @@ def test_the_workflow_page_adds_a_mapping(staff_client: Client, generator: Workf
         pytest.param([{**KEYWORDS, "to": "nodes.x"}], 0, "to",
                      "nodes is a namespace the run writes itself", id="namespace"),
         pytest.param([KEYWORDS, {**DOCUMENTS, "to": KEYWORDS["to"]}], 1, "to",
-                     "is already written by outputs[0]", id="duplicate-path"),
+                     "is already written by output mapping #1 (extract_keywords.keywords → "
+                     "agent.intermediate.keywords)", id="duplicate-path"),
         pytest.param([{**KEYWORDS, "to": "max_items"}], 0, "to",
                      "names declarative variable max_items", id="a-variable"),
         pytest.param([{**KEYWORDS, "tool": "world"}], 0, "tool",
@@ -208,9 +215,62 @@ def test_the_workflow_page_refuses_a_bad_mapping_on_its_field(
                    if f.formset.prefix == "outputs").formset
     errors = formset.forms[index].errors
     assert any(message in error for error in errors.get(field, [])), errors
-    assert any(label.startswith(f"outputs[{index}].{field}: ") for label in
-               response.wsgi_request.workflow_check.labels)
+    row = mappings[index]
+    named = f"outputs[{index}] ({row['tool']}.{row['field']} → {row['to']}).{field}: "
+    assert any(label.startswith(named) for label in response.wsgi_request.workflow_check.labels)
     assert db_dump() == before and not OutputMapping.objects.exists()
+
+
+SUMMARY = {"tool": "summarize", "field": "summary", "to": "world.summary"}
+
+
+def _delete_the_first_row(data: dict[str, Any]) -> None:
+    data["outputs-0-DELETE"] = "on"
+    data["outputs-2-to"] = DOCUMENTS["to"]
+
+
+def _move_the_last_row_first(data: dict[str, Any]) -> None:
+    data["outputs-0-position"], data["outputs-2-position"] = "2", "0"
+    data["outputs-0-to"] = SUMMARY["to"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "prefix", "message"),
+    [
+        pytest.param(
+            _delete_the_first_row, "outputs-2",
+            "agent.final_result.documents is already written by output mapping #2 "
+            "(search_documents.document_list → agent.final_result.documents): one mapping per path",
+            id="a-row-deleted-above",
+        ),
+        pytest.param(
+            _move_the_last_row_first, "outputs-0",
+            "world.summary is already written by output mapping #1 (summarize.summary → "
+            "world.summary): one mapping per path",
+            id="rows-reordered",
+        ),
+    ],
+)
+def test_a_mapping_error_names_the_other_row_as_the_page_lists_it(
+    staff_client: Client, example: dict[str, Any], edit: Any, prefix: str, message: str
+) -> None:
+    """The document's index of a mapping skips the rows a save deletes and follows the moved
+    positions; the page's rows do not: the error sits on its row and names the other one by
+    the page's numbering (deleted rows are still listed) and its fields."""
+    services.workflow_import(
+        name="Research", data=json.dumps({**example, "outputs": [KEYWORDS, DOCUMENTS, SUMMARY]})
+    )
+    workflow = Workflow.objects.get(name="Research")
+    data = page_data(staff_client, workflow)
+    edit(data)
+    before = db_dump()
+    response = staff_client.post(change_url(workflow), data)
+    assert response.status_code == 200
+    formset = next(f for f in response.context["inline_admin_formsets"]
+                   if f.formset.prefix == "outputs").formset
+    errors = {form.prefix: dict(form.errors) for form in formset.forms if form.errors}
+    assert errors == {prefix: {"to": [message]}}
+    assert db_dump() == before
 
 
 # -- property: whatever the mappings, an import answers with a result or a ConfigError ----------
