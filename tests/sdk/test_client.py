@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from contextadmin_sdk.client import ReportError, RunReporter
+from contextadmin_sdk.client.resume import spool_read
 
 from devservers.processes import free_port
 from tests.sdk.integrations.fake_server import FakeRunServer
@@ -233,7 +234,8 @@ def test_background_capacity_with_a_spool_keeps_order_through_the_file(tmp_path)
         reporter.event("agent_text", agent="a", text=str(i))
     assert reporter.dropped == 0
     spool = tmp_path / f"{reporter.run_id}.jsonl"
-    assert len(spool.read_text().splitlines()) == 1 + 95  # the start, then every event
+    kept = spool_read(spool)  # the start, then every event, though the spool is still open
+    assert kept.start is not None and [e["seq"] for e in kept.events] == list(range(1, 96))
     fake.start()
     try:
         reporter.event("run_status", status="completed")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import json
 import logging
 import threading
 import time
@@ -20,6 +19,7 @@ from contextadmin_sdk.client.socket_transport import (
     SocketUnavailable,
     socket_connection,
 )
+from contextadmin_sdk.client.spool_file import SpoolFile, events_after
 from contextadmin_sdk.client.transport import (
     MAX_EVENT_BYTES,
     RETRYABLE_STATUSES,
@@ -69,8 +69,8 @@ class BackgroundSender:
         self.spool: Any = None
         if self.spool_path is not None:
             self.spool_path.parent.mkdir(parents=True, exist_ok=True)
-            # Unbuffered: each line is one write(2), in the OS before enqueue returns.
-            self.spool = self.spool_path.open("ab" if spool_append else "wb", buffering=0)
+            # Each line is in the OS's page cache before enqueue returns (spool_file.py).
+            self.spool = SpoolFile(self.spool_path, append=spool_append)
             if start_body is not None and not spool_append:
                 self.spool.write(encode_record({"start": start_body}) + b"\n")
         self.last_enqueued = reporter._next_seq - 1
@@ -125,7 +125,7 @@ class BackgroundSender:
                 self._enqueue_rare(seq, data)
             return seq
         if spool is not None:
-            spool.write(b'{"event":' + data + b"}\n")
+            spool.add_event(data, run_id=self.run_id)  # not written: kept in memory all the same
         queue.append((seq, data))
         size = len(queue)
         if size == 1 or size == reporter.batch_size or self.urgent:
@@ -141,29 +141,27 @@ class BackgroundSender:
         if self.stopped:  # after close(): nothing sends or spools any more
             reporter.dropped += 1
             return
+        spool = self.spool
         if self.given_up and self.start_refused is None:  # kept in the spool for a resume
-            if self.spool is not None:
-                self.spool.write(b'{"event":' + data + b"}\n")
-            else:
+            if spool is None or not spool.add_event(data, run_id=self.run_id):
                 reporter.dropped += 1
             return
-        if self.spool is not None:
+        if spool is not None and spool.broken is None:
             if self.overflow_offset is None and len(self.queue) >= reporter.capacity:
-                self.overflow_offset = self.spool.tell()
-            self.spool.write(b'{"event":' + data + b"}\n")
-            if self.overflow_offset is not None:
-                self.condition.notify()
-                return  # the sender reads it back from the spool
-            self.queue.append((seq, data))
-            self.condition.notify()
-            return
-        if len(self.queue) >= reporter.capacity:
+                self.overflow_offset = spool.tell()
+            if spool.add_event(data, run_id=self.run_id):
+                if self.overflow_offset is None:
+                    self.queue.append((seq, data))
+                self.condition.notify()  # overflowing: the sender reads it back from the spool
+                return
+        if len(self.queue) >= reporter.capacity or self.overflow_offset is not None:
             reporter.dropped += 1
             if self.start_refused is not None:  # already said: kept up to capacity
                 return
             self.given_up = True
+            kept = "no spool" if spool is None else f"a spool that fails ({spool.broken})"
             reporter.error = (
-                f"more than {reporter.capacity} unsent events and no spool: reporting of "
+                f"more than {reporter.capacity} unsent events and {kept}: reporting of "
                 f"run {self.run_id} stopped at seq {seq}"
             )
             logger.error("run %s: %s", self.run_id, reporter.error)
@@ -358,17 +356,14 @@ class BackgroundSender:
     def _refill_from_spool(self) -> None:
         """Load overflowed events back from the spool (under the lock), in seq order."""
         assert self.spool_path is not None and self.overflow_offset is not None
-        limit = max(1, self.reporter.capacity // 2)
-        with self.spool_path.open("rb") as spool:
-            spool.seek(self.overflow_offset)
-            while len(self.queue) < limit:
-                line = spool.readline()
-                if not line:
-                    self.overflow_offset = None  # caught up: the caller's thread queues again
-                    return
-                event = json.loads(line)["event"]
-                self.queue.append((event["seq"], encode_record(event)))
-                self.overflow_offset = spool.tell()
+        spool = self.spool
+        events, self.overflow_offset = events_after(
+            self.spool_path,
+            self.overflow_offset,
+            end=spool.tell() if spool is not None and not spool.closed else None,
+            most=max(1, self.reporter.capacity // 2) - len(self.queue),
+        )
+        self.queue.extend((event["seq"], encode_record(event)) for event in events)
 
     def _sent(self, count: int, answer: dict[str, Any]) -> None:
         with self.condition:
@@ -395,7 +390,7 @@ class BackgroundSender:
             self.stopped = False
             self.closed = None
             if self.spool_path is not None:
-                self.spool = self.spool_path.open("ab", buffering=0)
+                self.spool = SpoolFile(self.spool_path, append=True)
             self.thread = threading.Thread(
                 target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
             )

@@ -138,8 +138,45 @@ def _warning_problems(event: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+# The fields of the two events a chat reports on every turn, when given in their plain form.
+_TEXT_FIELDS = frozenset(("type", "agent", "text", "seq"))
+_HANDOFF_FIELDS = frozenset(("type", "agent", "target", "rule", "seq"))
+
+
+def _plain_turn_event(event: dict[str, Any]) -> bool:
+    """Whether ``event`` is an ``agent_text`` or ``handoff`` in its plain form (string names, no
+    alias) that ``validate_event`` accepts: a shortcut for the events of every turn, which an
+    adapter reports on the chat's own thread. Only ever True where the full rules find nothing
+    (a property test holds it to that); anything else takes the full rules."""
+    agent = event.get("agent")
+    if type(agent) is not str or not agent.strip() or len(agent) > IDENTIFIER_MAX_CHARS:
+        return False
+    seq = event.get("seq", 1)
+    if type(seq) is not int or not 1 <= seq <= INT64_MAX:
+        return False
+    type_ = event.get("type")
+    if type_ == "agent_text":
+        text = event.get("text")
+        return (
+            type(text) is str and len(text) <= TEXT_MAX_CHARS and _TEXT_FIELDS.issuperset(event)
+        )
+    if type_ == "handoff":
+        target, rule = event.get("target"), event.get("rule", 0)
+        return (
+            type(target) is str
+            and bool(target.strip())
+            and len(target) <= IDENTIFIER_MAX_CHARS
+            and type(rule) is int
+            and rule >= 0
+            and _HANDOFF_FIELDS.issuperset(event)
+        )
+    return False
+
+
 def validate_event(event: Any) -> list[str]:
     """Return what is wrong with an event ([] when valid); each problem names its field."""
+    if type(event) is dict and _plain_turn_event(event):
+        return []
     if not isinstance(event, Mapping):
         return ["event: must be an object"]
     problems = [] if _EVENT_FIELD_SET.issuperset(event) else [

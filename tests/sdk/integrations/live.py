@@ -12,6 +12,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from contextadmin_sdk.client.resume import spool_read
+
 from devservers.processes import PROJECT
 
 
@@ -45,9 +47,7 @@ def crashed_run(child: str, *, url: str, token: str, spool_dir: Path, kill_after
     assert process.returncode == -9, process.stderr[-2000:]  # SIGKILL after the event
     run_id = process.stdout.split("RUN_ID=")[1].split()[0]
     spool = spool_dir / f"{run_id}.jsonl"
-    assert [
-        json.loads(line).get("event", {}).get("seq") for line in spool.read_text().splitlines()
-    ][-1] == kill_after
+    assert spool_read(spool).events[-1]["seq"] == kill_after  # in the spool before the kill
     return run_id
 
 

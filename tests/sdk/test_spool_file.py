@@ -1,0 +1,159 @@
+"""The spool file: every line in the OS before ``write`` returns (a SIGKILL right after loses
+none), readers stop at the last complete line, reopening appends after it, and a full disk ends
+the spooling, not the run's reporting."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client.resume import spool_read
+from contextadmin_sdk.client.spool_file import CHUNK_BYTES, SpoolFile, events_after
+
+from devservers.processes import PROJECT
+from tests.sdk.integrations.fake_server import FakeRunServer
+
+
+def line(seq: int, text: str = "x") -> bytes:
+    return json.dumps({"event": {"type": "agent_text", "agent": "a", "text": text, "seq": seq}})\
+        .encode() + b"\n"
+
+
+def seqs(path: Path) -> list[int]:
+    return [event["seq"] for event in spool_read(path).events]
+
+
+def test_lines_are_readable_while_open_and_close_cuts_the_reserved_space(tmp_path):
+    path = tmp_path / "run.jsonl"
+    spool = SpoolFile(path, append=False)
+    written = b"".join(line(seq) for seq in range(1, 51))
+    for seq in range(1, 51):
+        spool.write(line(seq))
+    assert spool.tell() == len(written)
+    assert seqs(path) == list(range(1, 51))  # a reader while the runtime still writes
+    spool.close()
+    assert path.read_bytes() == written  # nothing past the last line once closed
+
+
+def test_lines_cross_chunks_and_a_line_larger_than_a_chunk_keeps_its_place(tmp_path):
+    path = tmp_path / "run.jsonl"
+    spool = SpoolFile(path, append=False)
+    lines = [line(seq, "y" * (seq % 700)) for seq in range(1, 800)]
+    assert sum(len(each) for each in lines) > 3 * CHUNK_BYTES  # several chunks are taken
+    lines.insert(400, line(10_000, "z" * (2 * CHUNK_BYTES)))  # written directly, in order
+    for each in lines:
+        spool.write(each)
+    spool.close()
+    assert path.read_bytes() == b"".join(lines)
+
+
+WRITER = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from pathlib import Path
+    from contextadmin_sdk.client.spool_file import SpoolFile
+    spool = SpoolFile(Path(sys.argv[1]), append=False)
+    for seq in range(1, int(sys.argv[2]) + 1):
+        event = {"type": "agent_text", "agent": "a", "text": "t" * 90, "seq": seq}
+        spool.write(json.dumps({"event": event}).encode() + b"\\n")
+    os.kill(os.getpid(), signal.SIGKILL)  # right after the last write returned
+    """
+)
+
+
+def test_a_sigkill_right_after_write_loses_no_line_and_a_reopened_spool_appends_after_them(
+    tmp_path,
+):
+    path = tmp_path / "run.jsonl"
+    count = 1_500  # past the first chunk
+    process = subprocess.run(
+        [sys.executable, "-c", WRITER, str(path), str(count)],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": f"{PROJECT / 'sdk'}:{PROJECT}"},
+        capture_output=True,
+        timeout=60,
+    )
+    assert process.returncode == -9, process.stderr.decode()[-2000:]
+    assert seqs(path) == list(range(1, count + 1))
+    assert path.read_bytes().endswith(b"\0")  # the killed writer's reserved space is left
+
+    spool = SpoolFile(path, append=True)  # as resume does: after the last complete line
+    spool.write(line(count + 1))
+    spool.close()
+    assert seqs(path) == list(range(1, count + 2))
+    assert b"\0" not in path.read_bytes()
+
+
+def test_a_torn_last_line_is_dropped_when_the_spool_is_reopened(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(line(1) + line(2) + line(3)[:20])  # died mid-line
+    spool = SpoolFile(path, append=True)
+    spool.write(line(3))
+    spool.close()
+    assert path.read_bytes() == line(1) + line(2) + line(3)
+
+
+def test_events_after_reads_back_in_order_and_stops_at_the_writers_end(tmp_path):
+    path = tmp_path / "run.jsonl"
+    spool = SpoolFile(path, append=False)
+    spool.write(line(1))
+    offset = spool.tell()
+    for seq in range(2, 8):
+        spool.write(line(seq))
+    events, after = events_after(path, offset, end=spool.tell(), most=4)
+    assert [event["seq"] for event in events] == [2, 3, 4, 5] and after is not None
+    events, after = events_after(path, after, end=spool.tell(), most=4)
+    assert [event["seq"] for event in events] == [6, 7] and after is None  # caught up
+    spool.close()
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 32 KiB filesystem (tmpfs), so a spool fills it."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=32k", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_ends_the_spooling_not_the_reporting(tiny_disk, caplog):
+    fake = FakeRunServer()  # down until started
+    reporter = RunReporter(
+        fake.url, "ca_x", background=True, backoff=0.02, max_backoff=0.1, transport="http",
+        spool_dir=tiny_disk, capacity=10_000,
+    )
+    reporter.start(workflow="W", enterprise_id="e", run_id=uuid.uuid4().hex)
+    with caplog.at_level(logging.ERROR, logger="contextadmin_sdk.client"):
+        for index in range(400):  # about 40 KB of lines: more than the disk holds
+            reporter.event("agent_text", agent="a", text=f"{index:03d} " + "w" * 80)
+    failures = [
+        record.getMessage() for record in caplog.records
+        if "could not write the spool" in record.getMessage()
+    ]
+    assert len(failures) == 1 and "kept in memory only" in failures[0]
+    assert reporter.dropped == 0 and reporter.error is None
+    kept = seqs(tiny_disk / f"{reporter.run_id}.jsonl")
+    assert 0 < len(kept) < 400 and kept == list(range(1, len(kept) + 1))  # what fitted, in order
+    fake.start()
+    try:
+        reporter.event("run_status", status="completed")
+        assert reporter.close(timeout=10) is True
+        assert fake.seqs(reporter.run_id) == list(range(1, 402))  # every event, none lost
+    finally:
+        fake.stop()
