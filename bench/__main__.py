@@ -352,8 +352,8 @@ class Bench:
                 f"events each), interleaved with B9's Classic runs, {r.reps} reps, JSONL spool "
                 "on; server up, down, slow as in B9",
                 f"per observed envelope or turn {cost}; workflow time {runs}; "
-                f"delivered {delivered}; this machine's floor, one event's spool line "
-                f"(encode + write) in the same hooks: p50 {floor.us(50):.1f} µs, "
+                f"delivered {delivered}; this machine's floor, one event's report "
+                f"(encode + spool line) in the same hooks: p50 {floor.us(50):.1f} µs, "
                 f"p99 {floor.us(99):.1f} µs; by hook (server up): {by_hook}",
                 "≤ 50 µs p50 and ≤ 1 ms p99 per observed envelope (wall clock) in each case; "
                 "the workflow with the server down within 5% of up (median time)",

@@ -13,8 +13,8 @@ spool line and the enqueue); the sending happens on the reporter's thread.
 
 The ``floor`` scenario is this machine's baseline for that figure: the same hooks, in the same
 places of the same workflow, do only what reporting one event can never skip (encode it and
-write its spool line, one ``write(2)``). Code that runs once per AG2 turn starts with cold
-caches, so the floor says what a hook costs here before it folds anything.
+put its spool line in the OS, as the reporter does: ``SpoolFile``). Code that runs once per AG2
+turn starts with cold caches, so the floor says what a hook costs here before it folds anything.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ async def _run(
 ) -> None:
     from ag2.network import WORKFLOW_TYPE
     from contextadmin_sdk.client import RunReporter
+    from contextadmin_sdk.client.spool_file import SpoolFile
     from contextadmin_sdk.integrations.ag2 import attach
     from contextadmin_sdk.integrations.ag2.scripted import run_workflow
 
@@ -148,7 +149,7 @@ async def _run(
             flush_timeout=0.0 if scenario.name == "down" else 60.0,  # after the timing
         )
         if floor:
-            scratch = (spool / "floor.jsonl").open("wb", buffering=0)
+            scratch = SpoolFile(spool / "floor.jsonl", append=False)
             for hook in ("turn_ended", "envelope_posted"):  # the two that report, every call
                 _floor(session, hook, scenario.event_ns, scratch)
         else:
