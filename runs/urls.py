@@ -18,6 +18,7 @@ urlpatterns = [
     path("runs/<str:run_id>/", views.run_detail, name="runs-detail"),
     path("api/runs/<str:run_id>/resolve/", views.run_resolve, name="runs-resolve"),
     path("api/runs/<str:run_id>/version/", views.run_version, name="runs-version"),
+    path("api/runs/<str:run_id>/warnings/", views.run_warnings, name="runs-warnings"),
     path("workflows/<str:name>/preview/", views.workflow_preview, name="runs-workflow-preview"),
     path("workflows/<str:name>/preview/fetch/", views.workflow_fetch, name="runs-workflow-fetch"),
     re_path(r"^api/", api.api_not_found, name="api-not-found"),  # last: the API's JSON 404

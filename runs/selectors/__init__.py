@@ -3,7 +3,8 @@ so callers keep ``from runs import selectors``.
 
 - ``run``: one run as the caller may see it (the one 404), its summary;
 - ``stream``: the inspector's first snapshot and its catch-up messages (the state and the
-  messages themselves are ``runs.state`` and ``runs.messages``, beneath the selectors);
+  messages themselves are ``runs.state`` and ``runs.messages``, beneath the selectors), and a
+  run's warnings for its page;
 - ``runs_list``: the runs list's search and keyset pages;
 - ``front_page``: the front page's workflows, live runs, recent changes and checklist;
 - ``recorded``: what the definitions app reads of runs (impact's recorded runs, runs per version);
@@ -59,8 +60,11 @@ from runs.selectors.runs_list import (
 )
 from runs.selectors.stream import (
     CATCH_UP_CHUNK,
+    WARNINGS_SHOWN,
     run_event_messages,
     run_snapshot,
+    run_warning_count,
+    run_warnings,
 )
 
 __all__ = [
@@ -71,6 +75,7 @@ __all__ = [
     "RUN_PAGE_MAX",
     "RUN_PAGE_SIZE",
     "RUN_SEARCH",
+    "WARNINGS_SHOWN",
     "Checklist",
     "PrunePlan",
     "RunPage",
@@ -95,6 +100,8 @@ __all__ = [
     "run_snapshot",
     "run_stale_after_s",
     "run_summary",
+    "run_warning_count",
+    "run_warnings",
     "run_workflow_names",
     "runs_annotated",
     "runs_ended_before",

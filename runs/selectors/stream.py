@@ -1,15 +1,21 @@
 """What the inspector's stream reads: its first snapshot and the log's wire messages for
-catch-up, byte for byte the ones the live broadcast sent (both built by ``runs.messages``)."""
+catch-up, byte for byte the ones the live broadcast sent (both built by ``runs.messages``), and
+the run's warnings (the events list keeps only the latest events; the page loads them all)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from contextadmin_sdk.engine import event_sender
+
 from runs.messages import Message, event_message, handoffs_now, snapshot_message
-from runs.models import RunEvent
+from runs.models import Run, RunEvent
 from runs.selectors.run import run_get, run_summary
 from runs.selectors.runs_list import run_last_event_at
 from runs.state import run_config, run_state_at, run_state_rebuilt
 
 CATCH_UP_CHUNK = 500
+WARNINGS_SHOWN = 1000  # the run page's "show all warnings" lists at most the latest this many
 
 
 def run_snapshot(*, run_id: str, after: int | None) -> Message:
@@ -45,3 +51,28 @@ def run_event_messages(
                              handoffs=handoffs)
         messages.append((event.seq, text))
     return messages
+
+
+def run_warning_count(*, run: Run) -> int:
+    """How many ``warning`` events the run has had: ``execution.warnings`` after its last event
+    (``run.state`` may be up to ``STATE_WRITE_EVERY`` events behind the log: replayed to it)."""
+    execution = run_state_at(run=run).state.get("execution") or {}
+    return int(execution.get("warnings", 0))
+
+
+def run_warnings(*, run: Run, limit: int = WARNINGS_SHOWN) -> dict[str, Any]:
+    """The run's ``warning`` events (changes the chat made that the run refused), newest first,
+    at most ``limit`` of them, and ``total``: how many the run has, the count its page's header
+    shows (``execution.warnings``), so the page says "the latest N of M" in the header's terms."""
+    rows = (
+        RunEvent.objects.filter(run_id=run.pk, type="warning")
+        .order_by("-seq")
+        .values_list("seq", "payload")[:limit]
+    )
+    return {
+        "total": run_warning_count(run=run),
+        "limit": limit,
+        "warnings": [
+            {"seq": seq, "agent": event_sender(payload), "event": payload} for seq, payload in rows
+        ],
+    }

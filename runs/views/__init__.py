@@ -2,7 +2,7 @@
 engine, render), one module per page:
 
 - ``home``: the front page and the favicon;
-- ``run_pages``: the runs list, a run's page, its version and template resolution;
+- ``run_pages``: the runs list, a run's page, its version, its warnings and template resolution;
 - ``preview``: a workflow's context preview, development and production side by side;
 - ``common``: the limits they share and ``staff_json``."""
 
@@ -30,6 +30,7 @@ from runs.views.run_pages import (
     run_list,
     run_resolve,
     run_version,
+    run_warnings,
 )
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "run_list",
     "run_resolve",
     "run_version",
+    "run_warnings",
     "staff_json",
     "workflow_fetch",
     "workflow_preview",

@@ -1,4 +1,5 @@
-"""The runs list, a run's page, and its staff JSON endpoints (its version, template resolution)."""
+"""The runs list, a run's page, and its staff JSON endpoints (its version, its warnings, template
+resolution)."""
 
 from __future__ import annotations
 
@@ -116,8 +117,11 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         # seed 004's output mappings as pinned: the Agent and world panel (none: no panel)
         "outputs": definitions.get("outputs", []),
         "warnings": run.warnings,
-        # changes the chat made that the run refused (warning events): the header counts them
-        "warning_count": (run.state.get("execution") or {}).get("warnings", 0),
+        # changes the chat made that the run refused (warning events): the header counts them,
+        # as of the last event (the stored state can be some events behind)
+        "warning_count": selectors.run_warning_count(run=run),
+        # the events list keeps the latest events only: its "show all" loads at most this many
+        "warnings_shown": selectors.WARNINGS_SHOWN,
         "stream_after": max(0, run.last_seq - STREAM_WINDOW),
         "constants": INSPECTOR_CONSTANTS,
     }
@@ -140,6 +144,14 @@ def run_version(request: HttpRequest, run_id: str) -> dict[str, Any]:
     """GET /api/runs/<id>/version/ — the version the run pinned and the one published now
     (the run page re-reads it to keep its "outdated" badge current)."""
     return _run_version(selectors.run_get(run_id=run_id))
+
+
+@staff_json
+def run_warnings(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    """GET /api/runs/<id>/warnings/ — the run's warnings, newest first (the latest
+    ``WARNINGS_SHOWN``), and ``total``, the header's count: the run page's *show all warnings*
+    (its events list keeps only the latest events)."""
+    return selectors.run_warnings(run=selectors.run_get(run_id=run_id))
 
 
 def _run_version(run: Run) -> dict[str, Any]:

@@ -1,19 +1,25 @@
 // The agents graph: the agents as nodes, the workflow's hand-off rules as edges labelled with
 // their conditions, the edges taken so far (state.execution.path) highlighted and the current
 // agent marked. SVG built with createElementNS/textContent; the layout is deterministic: one row
-// per rank (longest path along the rules, back edges aside), at most PER_ROW agents a row.
+// per rank (longest path along the rules, back edges aside), at most PER_ROW agents a row (more
+// for many agents); edge labels are placed apart (graph_labels.js).
 
-import { el, replace, svg } from "./dom.js";
+import { el, replace, setText, svg } from "./dom.js";
+import { placeLabels } from "./graph_labels.js";
 
 const COLUMN = 190; // the width each node of the widest row gets
 const NODE_W = 160;
 const NODE_H = 34;
 const ROW_GAP = 104; // from one row's centre to the next
 const MARGIN = 30;
-const PER_ROW = 3;
-const NAME_CHARS = 22;
+const PER_ROW = 3; // up to FEW_AGENTS agents; more: more a row (at most MAX_PER_ROW), fewer rows
+const FEW_AGENTS = 12;
+const MAX_PER_ROW = 6;
+const NAME_CHARS = 22; // a line of a node's name; a longer name takes two lines, then is cut (…)
 const LABEL_CHARS = 28;
+const LABEL_H = 18;
 const CHAR_W = 6.6; // the labels' monospace advance at 11px, so their width is known up front
+const MIN_SCALE = 0.75; // a wide graph is shrunk to its panel down to this, then scrolls sideways
 const BEND = 40;
 const SUMMARY_EDGES = 10; // the line under the graph lists at most the last ten hand-offs
 
@@ -80,9 +86,11 @@ export function layout(agents, rules) {
     if (!byRank.has(rank.get(name))) byRank.set(rank.get(name), []);
     byRank.get(rank.get(name)).push(name);
   }
+  // many agents: more a row, so the drawing grows in both directions, not only down
+  const perRow = agents.length <= FEW_AGENTS ? PER_ROW : Math.min(MAX_PER_ROW, Math.ceil(Math.sqrt(agents.length)));
   for (const key of [...byRank.keys()].sort((a, b) => a - b)) {
     const members = byRank.get(key);
-    for (let i = 0; i < members.length; i += PER_ROW) rows.push(members.slice(i, i + PER_ROW));
+    for (let i = 0; i < members.length; i += perRow) rows.push(members.slice(i, i + perRow));
   }
   const width = COLUMN * Math.max(2, ...rows.map((row) => row.length));
   const places = new Map();
@@ -152,13 +160,16 @@ function boundary(center, toward) {
   return { x: center.x + dx * scale, y: center.y + dy * scale };
 }
 
-function geometry(a, b, bend, labelAt) {
+function geometry(a, b, bend) {
   if (a === b) { // a rule from an agent to itself: a loop on its right side
     const x = a.x + NODE_W / 2;
+    const label = { x: x + 44, y: a.y };
     return {
       d: `M ${x} ${a.y - 8} C ${x + 56} ${a.y - 40}, ${x + 56} ${a.y + 40}, ${x} ${a.y + 8}`,
-      label: { x: x + 44, y: a.y },
+      at: () => label,
       xs: [x, x + 42],
+      curve: [0.2, 0.35, 0.5, 0.65, 0.8].map((t) => ({ x: x + 42 * Math.sin(Math.PI * t), y: a.y - 24 + 48 * t })),
+      loop: true,
     };
   }
   const length = Math.hypot(b.x - a.x, b.y - a.y);
@@ -170,10 +181,14 @@ function geometry(a, b, bend, labelAt) {
   const start = boundary(a, control);
   const end = boundary(b, control);
   const point = (t, p, q, r) => (1 - t) ** 2 * p + 2 * (1 - t) * t * q + t ** 2 * r;
+  const at = (t) => ({ x: point(t, start.x, control.x, end.x), y: point(t, start.y, control.y, end.y) });
+  const steps = Math.min(200, Math.ceil((length + Math.abs(bend) * 2) / 10)); // a point every ~10 units
   return {
     d: `M ${start.x.toFixed(1)} ${start.y.toFixed(1)} Q ${control.x.toFixed(1)} ${control.y.toFixed(1)} ${end.x.toFixed(1)} ${end.y.toFixed(1)}`,
-    label: { x: point(labelAt, start.x, control.x, end.x), y: point(labelAt, start.y, control.y, end.y) },
-    xs: [0, 0.25, 0.5, 0.75, 1].map((t) => point(t, start.x, control.x, end.x)), // to size the drawing
+    at,
+    xs: [0, 0.25, 0.5, 0.75, 1].map((t) => at(t).x), // to size the drawing
+    curve: Array.from({ length: steps + 1 }, (_, i) => at(i / steps)), // what other labels keep off
+    loop: false,
   };
 }
 
@@ -220,21 +235,27 @@ function edgeTitle(edge) {
   return parts.join(" · ");
 }
 
-function drawEdge(edge, places, shape, onJump) {
-  const a = places.get(edge.source);
-  const b = places.get(edge.target);
-  const { d, label, xs } = geometry(a, b, shape.bend, shape.labelAt);
+/** What an edge's label says, and the label to place: its box at any point of its curve. */
+function edgeLabel(edge, places, shape) {
+  const geom = geometry(places.get(edge.source), places.get(edge.target), shape.bend);
   const taken = edge.seqs.length > 0;
-  const exchange = edge.turns !== undefined; // speakers in conversation: no direction, no rule
-  const text = exchange ? `${edge.turns} turn${edge.turns === 1 ? "" : "s"}`
+  const text = edge.turns !== undefined ? `${edge.turns} turn${edge.turns === 1 ? "" : "s"}`
     : edge.rule === null ? "no rule" : clip(edge.condition, LABEL_CHARS);
   const shown = taken && edge.seqs.length > 1 ? `${text} ×${edge.seqs.length}` : text;
   const width = shown.length * CHAR_W + 8;
-  const x0 = shape.side > 0 ? label.x + 3 : shape.side < 0 ? label.x - width - 3 : label.x - width / 2;
-  const left = Math.min(...xs, x0);
-  const right = Math.max(...xs, x0 + width);
+  const box = (point, side = shape.side) => ({ // side: right of the point (1), left (-1), centred (0)
+    x: side > 0 ? point.x + 3 : side < 0 ? point.x - width - 3 : point.x - width / 2,
+    y: point.y - LABEL_H / 2, width, height: LABEL_H,
+  });
+  return { geom, shown, labelAt: shape.labelAt, side: shape.side, at: geom.at, box, curve: geom.curve, loop: geom.loop };
+}
+
+function drawEdge(edge, label, place, onJump) {
+  const { geom, shown } = label;
+  const taken = edge.seqs.length > 0;
+  const exchange = edge.turns !== undefined; // speakers in conversation: no direction, no rule
   const jump = () => onJump?.(edge.seqs.at(-1));
-  const node = svg("g", {
+  return svg("g", {
     ...(taken ? { // a taken edge links to the event that last took it, as the timeline's marks do
       tabindex: "0", role: "link", "aria-label": edgeTitle(edge), onclick: jump,
       onkeydown: (event) => { if (event.key === "Enter") jump(); },
@@ -246,10 +267,23 @@ function drawEdge(edge, places, shape, onJump) {
     },
   },
   svg("title", {}, edgeTitle(edge)),
-  svg("path", { d, class: "edge-line", "marker-end": exchange ? null : `url(#${taken ? "graph-arrow-taken" : "graph-arrow"})` }),
-  svg("rect", { x: x0, y: label.y - 9, width, height: 18, rx: 4, class: "edge-label-bg" }),
-  svg("text", { x: x0 + width / 2, y: label.y + 4, class: "edge-label", "text-anchor": "middle" }, shown));
-  return { node, left, right };
+  svg("path", { d: geom.d, class: "edge-line", "marker-end": exchange ? null : `url(#${taken ? "graph-arrow-taken" : "graph-arrow"})` }),
+  svg("rect", { x: place.x, y: place.y, width: place.width, height: place.height, rx: 4, class: "edge-label-bg" }),
+  svg("text", { x: place.x + place.width / 2, y: place.y + LABEL_H / 2 + 4, class: "edge-label", "text-anchor": "middle" }, shown));
+}
+
+/** A node's name in at most two lines of NAME_CHARS, broken after a separator or before a capital
+ * where it can be; a name longer still is cut with "…" (its title and accessible name hold all of it). */
+export function nameLines(name) {
+  if (name.length <= NAME_CHARS) return [name];
+  let cut = NAME_CHARS;
+  for (let i = NAME_CHARS; i >= NAME_CHARS / 2; i -= 1) {
+    if (/[\s_.:/-]/.test(name[i - 1]) || (/[A-Z]/.test(name[i]) && /[a-z0-9]/.test(name[i - 1]))) {
+      cut = i;
+      break;
+    }
+  }
+  return [name.slice(0, cut).trimEnd(), clip(name.slice(cut).trimStart(), NAME_CHARS)];
 }
 
 function drawNode(name, place, execution) {
@@ -257,15 +291,18 @@ function drawNode(name, place, execution) {
   const visited = (execution.visited_agents || []).includes(name);
   const x = place.x - NODE_W / 2;
   const y = place.y - NODE_H / 2;
+  const lines = nameLines(name);
+  const described = `${name}${current ? " (current agent)" : visited ? " (visited)" : ""}`;
   return svg("g", {
-    class: ["node", visited && "visited", current && "current"],
-    dataset: { agent: name, current: String(current), visited: String(visited) },
+    class: ["node", visited && "visited", current && "current"], role: "img", "aria-label": described,
+    dataset: { agent: name, current: String(current), visited: String(visited), cut: String(lines.join("") !== name) },
     "aria-current": current ? "true" : null,
   },
-  svg("title", {}, `${name}${current ? " (current agent)" : visited ? " (visited)" : ""}`),
+  svg("title", {}, described),
   current ? svg("rect", { x: x - 5, y: y - 5, width: NODE_W + 10, height: NODE_H + 10, rx: 12, class: "node-halo" }) : null,
   svg("rect", { x, y, width: NODE_W, height: NODE_H, rx: 8, class: "node-box" }),
-  svg("text", { x: place.x, y: place.y + 4, "text-anchor": "middle", class: "node-name" }, clip(name, NAME_CHARS)));
+  svg("text", { x: place.x, y: place.y + (lines.length > 1 ? -2.5 : 4), "text-anchor": "middle", class: ["node-name", lines.length > 1 && "two-lines"] },
+    lines.map((line, i) => svg("tspan", { x: place.x, dy: i ? 12.5 : null }, line))));
 }
 
 /**
@@ -294,9 +331,21 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
     ...exchangeEdges(rules, state).map((edge) => ({ ...edge, rule: null, condition: null, status: null, reason: null, seqs: [] })),
   ];
   const shapes = bends(edges, places, width);
-  const drawn = edges.map((edge, index) => ({ edge, ...drawEdge(edge, places, shapes[index], onJump) }));
-  const left = Math.floor(Math.min(0, ...drawn.map((d) => d.left))) - 10;
-  const right = Math.ceil(Math.max(width, ...drawn.map((d) => d.right))) + 10;
+  const labels = edges.map((edge, index) => edgeLabel(edge, places, shapes[index]));
+  // the taken edges claim their labels' places first, then the rules in order, then the rest
+  const order = edges.map((_, index) => index).sort((a, b) => Number(!edges[a].seqs.length) - Number(!edges[b].seqs.length));
+  const nodeBoxes = agents.map((name) => {
+    const place = places.get(name);
+    return { x: place.x - NODE_W / 2 - 5, y: place.y - NODE_H / 2 - 5, width: NODE_W + 10, height: NODE_H + 10 };
+  });
+  const boxes = new Array(edges.length);
+  placeLabels(order.map((index) => labels[index]), nodeBoxes).forEach((box, i) => { boxes[order[i]] = box; });
+  const drawn = edges.map((edge, index) => ({ edge, node: drawEdge(edge, labels[index], boxes[index], onJump) }));
+  const left = Math.floor(Math.min(0, ...labels.flatMap((label) => label.geom.xs), ...boxes.map((box) => box.x))) - 10;
+  const right = Math.ceil(Math.max(width, ...labels.flatMap((label) => label.geom.xs),
+    ...boxes.map((box) => box.x + box.width))) + 10;
+  const top = Math.floor(Math.min(0, ...boxes.map((box) => box.y - 4)));
+  const bottom = Math.ceil(Math.max(height, ...boxes.map((box) => box.y + box.height + 4)));
   const marker = (id) => svg("marker", {
     id, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10",
     markerUnits: "userSpaceOnUse", orient: "auto",
@@ -308,17 +357,22 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
     path.length ? [path.length > SUMMARY_EDGES ? ", the last: " : ": ",
       path.slice(-SUMMARY_EDGES).map((edge, i) => [i ? ", " : "", `${edge.source} → ${edge.target} at #${edge.seq}`])] : "",
   ];
+  const natural = right - left;
   const scroller = el("div", { class: "graph-scroll" },
     svg("svg", {
-      viewBox: `${left} 0 ${right - left} ${height}`, class: "graph-svg", role: "img",
-      width: right - left, height, // natural size; CSS shrinks it to a narrow panel
+      viewBox: `${left} ${top} ${natural} ${bottom - top}`, class: "graph-svg", role: "group",
+      width: natural, height: bottom - top, // natural size; CSS shrinks it to the panel, down to MIN_SCALE
+      style: `min-width: ${Math.round(natural * MIN_SCALE)}px`,
       "aria-label": `Agents graph: ${agents.length} agents, ${rules.length} hand-off rules, ${path.length} taken`,
     },
     svg("defs", {}, marker("graph-arrow"), marker("graph-arrow-taken")),
-    // the agents first, so no label hides behind one; then the untaken edges, then the taken
+    // the agents first, so no line hides one; then the untaken edges, then the taken
     agents.map((name) => drawNode(name, places.get(name), state)),
     drawn.filter(({ edge }) => !edge.seqs.length).map(({ node }) => node),
     drawn.filter(({ edge }) => edge.seqs.length).map(({ node }) => node)));
+  const previous = views.get(container);
+  const kept = previous && previous.current === state.current_agent && previous.scroller.isConnected
+    ? { left: previous.scroller.scrollLeft, top: previous.scroller.scrollTop } : null;
   replace(container, scroller,
     el("p", { class: "graph-summary" }, summary),
     el("p", { class: "graph-legend muted" },
@@ -328,32 +382,40 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
       el("span", { class: "legend legend-never" }, "never in this environment"), " ",
       el("span", { class: "legend legend-exchange" }, "turns (no hand-off)"), " ",
       el("span", { class: "legend legend-current" }, "current agent")));
-  // a narrow screen scrolls the graph at its natural size (readable labels): show the current
-  // agent, else the agents' column, rather than the labels on its left edge
+  // a graph larger than its box (a narrow screen, many agents) scrolls inside it: keep where the
+  // reader scrolled while the current agent stays; else show the current agent (or the first)
   const focus = places.get(state.current_agent) || places.get(agents[0]);
-  if (scroller.scrollWidth > scroller.clientWidth && focus) {
-    scroller.scrollLeft = focus.x - left - scroller.clientWidth / 2;
+  if (kept) {
+    scroller.scrollLeft = kept.left;
+    scroller.scrollTop = kept.top;
+  } else if (focus && (scroller.scrollWidth > scroller.clientWidth || scroller.scrollHeight > scroller.clientHeight)) {
+    const scale = scroller.firstElementChild.getBoundingClientRect().width / natural;
+    scroller.scrollLeft = (focus.x - left) * scale - scroller.clientWidth / 2;
+    scroller.scrollTop = (focus.y - top) * scale - scroller.clientHeight / 2;
   }
-  const hint = el("p", { class: "graph-scroll-hint muted", hidden: "" },
-    "Wider than the screen: scroll sideways to see all of it.");
+  const hint = el("p", { class: "graph-scroll-hint muted", hidden: "" });
   scroller.after(hint);
-  // whenever the graph is wider than its panel (a phone, a turned screen), say so and let the
-  // keyboard scroll it: what is off screen is scrolled, not cut
-  widthWatches.get(container)?.disconnect();
+  // whenever the graph is larger than its box (a phone, a turned screen, many agents), say so and
+  // let the keyboard scroll it: what is out of the box is scrolled, not cut
+  previous?.watch.disconnect();
   const watch = new ResizeObserver(() => {
     const wide = scroller.scrollWidth > scroller.clientWidth;
-    scroller.classList.toggle("graph-wide", wide);
-    hint.hidden = !wide;
-    if (wide) {
+    const tall = scroller.scrollHeight > scroller.clientHeight;
+    scroller.classList.toggle("graph-wide", wide || tall);
+    hint.hidden = !wide && !tall;
+    const [what, how] = wide && tall ? ["larger than its box", "scroll it"]
+      : wide ? ["wider than the screen", "scroll sideways"] : ["taller than its box", "scroll down"];
+    setText(hint, `${what[0].toUpperCase()}${what.slice(1)}: ${how} to see all of it.`);
+    if (wide || tall) {
       scroller.tabIndex = 0;
-      scroller.setAttribute("aria-label", "Agents graph, wider than the screen: scroll sideways");
+      scroller.setAttribute("aria-label", `Agents graph, ${what}: ${how}`);
     } else {
       scroller.removeAttribute("tabindex");
       scroller.removeAttribute("aria-label");
     }
   });
   watch.observe(scroller);
-  widthWatches.set(container, watch);
+  views.set(container, { watch, scroller, current: state.current_agent });
 }
 
-const widthWatches = new WeakMap(); // each graph's container: the watch on its current drawing
+const views = new WeakMap(); // each graph's container: its drawing's scroller, the watch on it, its current agent

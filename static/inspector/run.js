@@ -8,6 +8,7 @@ import { lastActivity } from "./lifecycle.js";
 import { applyEvent, applySnapshot, runModel } from "./run_model.js";
 import { runPanels } from "./run_render.js";
 import { RunView, timeTravel } from "./run_travel.js";
+import { warningsNotice } from "./run_warnings.js";
 import { LiveSocket } from "./socket.js";
 import { EventStream } from "./stream.js";
 import { templatePreview } from "./template_preview.js";
@@ -29,8 +30,12 @@ const stream = new EventStream({
   list: $("stream"), empty: $("stream-empty"),
   agentSelect: $("filter-agent"), typeSelect: $("filter-type"), pauseButton: $("pause"),
   noMatch: $("stream-nomatch"), capped: $("stream-capped"), types: eventTypes,
-  onFilter: ({ agent, type }) => writeState({ agent, type }),
+  onFilter: ({ agent, type }) => {
+    writeState({ agent, type });
+    warnings.update();
+  },
   onSelect: (seq) => writeState({ event: seq }),
+  onRender: () => warnings.update(),
 });
 stream.setFilters(initial);
 if (initial.event !== null) {
@@ -43,6 +48,15 @@ function jump(seq) {
   if (!stream.jumpTo(seq)) $("stream").closest("section").scrollIntoView({ block: "start" });
 }
 
+// while the list shows the warnings: how many of the header's count it holds, and all of them
+const warnings = warningsNotice({
+  box: $("stream-warnings"), list: $("stream"), url: root.dataset.warningsUrl, limit: page.warnings_shown,
+  total: () => model.warnings, typeSelect: $("filter-type"),
+  onShow(seq) { // the event if the list holds it, else the state after it
+    if (!stream.jumpTo(seq)) travel.travelTo(seq);
+  },
+});
+
 const resolveSoon = templatePreview({ url: root.dataset.resolveUrl, at: () => (view.live ? null : view.seq) });
 let selectedUnshown = initial.event; // the URL's event: brought into view once the panels drew
 const panels = runPanels({
@@ -50,6 +64,7 @@ const panels = runPanels({
   conn: () => conn,
   afterRender() {
     travel.follow();
+    warnings.update();
     if (view.live) resolveSoon();
     // the panels above the list grew as they drew and pushed the row the list had scrolled to
     // out of the window: scroll to it once more, after their first settled drawing
@@ -101,6 +116,7 @@ $("run-warnings-link").addEventListener("click", (event) => {
   event.preventDefault();
   stream.setFilters({ agent: "", type: "warning" });
   writeState({ agent: "", type: "warning" });
+  warnings.update();
   $("stream").closest("section").scrollIntoView({ block: "start" });
 });
 

@@ -88,15 +88,15 @@ export function runPanels({ page, model, view, jump, conn, afterRender }) {
     }
     model.changed.clear();
 
-    const flags = derivedFlags.map((flag) => ({
-      ...flag,
-      changes: [
-        ...model.flips.filter((f) => f.name === flag.name)
-          .map((f) => ({ seq: f.seq, value: f.value, kind: "flip", label: describeFlip(f) })),
-        ...model.sets.filter((s) => s.name === flag.name)
-          .map((s) => ({ seq: s.seq, value: s.value, kind: "set", label: `set at #${s.seq}` })),
-      ],
-    }));
+    // one pass over the run's flips (a long run has thousands), not one per flag
+    const changesOf = new Map(derivedFlags.map((flag) => [flag.name, []]));
+    for (const f of model.flips) {
+      changesOf.get(f.name)?.push({ seq: f.seq, value: f.value, kind: "flip", label: describeFlip(f) });
+    }
+    for (const s of model.sets) {
+      changesOf.get(s.name)?.push({ seq: s.seq, value: s.value, kind: "set", label: `set at #${s.seq}` });
+    }
+    const flags = derivedFlags.map((flag) => ({ ...flag, changes: changesOf.get(flag.name) }));
     renderTimeline($("timeline"), { flags, lastSeq: model.lastSeq, cursor: view.live ? null : view.seq, onJump: jump });
     const spacesKey = view.live ? `live ${model.spacesRevision}` : `at ${view.revision}`;
     if (spacesKey !== drawn.spaces && $("namespaces")) { // the panel: only for a workflow with mappings

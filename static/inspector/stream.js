@@ -16,7 +16,8 @@ export function senderOf(message) {
   return typeof message.event?.agent === "string" ? message.event.agent : "";
 }
 
-function body(event) {
+/** An event's text in the list (also the run page's list of all its warnings). */
+export function eventBody(event) {
   switch (event.type) {
     case "agent_text":
       return el("div", { class: "ev-text" }, event.text ?? "");
@@ -45,7 +46,7 @@ function body(event) {
 
 export class EventStream {
   /** types: the event types the server accepts (contextadmin_sdk.engine.EVENT_TYPES), for the type filter. */
-  constructor({ list, empty, noMatch, capped, agentSelect, typeSelect, pauseButton, types, onFilter, onSelect }) {
+  constructor({ list, empty, noMatch, capped, agentSelect, typeSelect, pauseButton, types, onFilter, onSelect, onRender }) {
     this.list = list;
     this.empty = empty;
     this.noMatch = noMatch; // says so when the filters hide every event
@@ -53,6 +54,7 @@ export class EventStream {
     this.dropped = 0; // events that left the list (or never entered it) because of MAX_ROWS
     this.onFilter = onFilter || (() => {});
     this.onSelect = onSelect || (() => {});
+    this.onRender = onRender || (() => {}); // after rows were appended (the page's warnings line)
     this.selected = null;
     this.scrollPending = null;
     this.pending = []; // messages waiting for the next append (at most MAX_ROWS of them)
@@ -142,6 +144,7 @@ export class EventStream {
     this.empty.hidden = this.list.childElementCount > 0;
     this.updateNoMatch();
     this.updateCapped();
+    this.onRender();
     if (stick) this.list.scrollTop = this.list.scrollHeight;
     if (this.scrollPending !== null) { // the selected event from the URL, once it arrives
       const row = document.getElementById(`event-${this.scrollPending}`);
@@ -165,7 +168,7 @@ export class EventStream {
       el("a", { class: "ev-seq", href: `#event-${seq}` }, `#${seq}`),
       el("span", { class: "ev-type" }, event.type),
       who ? el("span", { class: "ev-agent" }, who) : null,
-      body(event),
+      eventBody(event),
       flips.length ? el("div", { class: "ev-flips" }, flips) : null);
     row.hidden = !this.visible(row, filter);
     return row;
