@@ -148,3 +148,11 @@ def wait_until(predicate: Any, *, timeout: float = 15.0, message: str = "conditi
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {message}")
         time.sleep(0.05)
+
+
+@pytest.fixture
+def staff(client: Any, django_user_model: Any) -> Any:
+    """The Django test client, logged in as a staff user (the staff-only pages and endpoints)."""
+    user = django_user_model.objects.create_user("staff", password="pw-12345678", is_staff=True)
+    client.force_login(user)
+    return client

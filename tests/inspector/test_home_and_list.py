@@ -24,13 +24,6 @@ def generator(db):
     workflow_import(name="Generator", data=demo_config())
 
 
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_user("staff", password="pw-12345678", is_staff=True)
-    client.force_login(user)
-    return client
-
-
 def many_runs(count: int, **fields) -> list:
     """Insert ``count`` runs directly, one second apart, newest last (no events)."""
     from runs.models import Run

@@ -31,13 +31,6 @@ def warned(db):
     return started.run
 
 
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_user("staff", password="pw-12345678", is_staff=True)
-    client.force_login(user)
-    return client
-
-
 def test_warnings_lists_every_warning_newest_first_with_the_headers_count(staff, warned):
     answer = staff.get(f"/api/runs/{warned.pk}/warnings/").json()
     assert answer["total"] == 10

@@ -31,13 +31,6 @@ def run(generator):
 
 
 @pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_user("staff", password="pw-12345678", is_staff=True)
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def member(client, django_user_model):
     user = django_user_model.objects.create_user("member", password="pw-12345678")
     client.force_login(user)
