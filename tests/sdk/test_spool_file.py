@@ -15,9 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client import ReportError, RunReporter
+from contextadmin_sdk.client.__main__ import main as client_main
 from contextadmin_sdk.client.resume import spool_read
-from contextadmin_sdk.client.spool_file import CHUNK_BYTES, SpoolFile, events_after
+from contextadmin_sdk.client.spool_file import (
+    CHUNK_BYTES,
+    SpoolFile,
+    SpoolInUse,
+    events_after,
+    spool_in_use,
+)
 
 from devservers.processes import PROJECT
 from tests.sdk.integrations.fake_server import FakeRunServer
@@ -157,3 +164,91 @@ def test_a_full_disk_ends_the_spooling_not_the_reporting(tiny_disk, caplog):
         assert fake.seqs(reporter.run_id) == list(range(1, 402))  # every event, none lost
     finally:
         fake.stop()
+
+
+def test_an_open_spool_is_refused_to_a_second_writer_until_it_is_closed(tmp_path):
+    path = tmp_path / "run.jsonl"
+    first = SpoolFile(path, append=False)
+    first.write(line(1))
+    assert spool_in_use(path)
+    with pytest.raises(SpoolInUse, match="being written by a live runtime"):
+        SpoolFile(path, append=True)
+    assert seqs(path) == [1]  # the refused open changed nothing
+    first.close()
+    assert not spool_in_use(path)
+    second = SpoolFile(path, append=True)
+    second.write(line(2))
+    second.close()
+    assert seqs(path) == [1, 2]
+
+
+LIVE_WRITER = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    from contextadmin_sdk.client.spool_file import SpoolFile
+    spool = SpoolFile(Path(sys.argv[1]), append=False)
+    start = {"start": {"workflow": "W", "enterprise_id": "e", "run_id": Path(sys.argv[1]).stem}}
+    spool.write(json.dumps(start).encode() + b"\\n")
+    for seq in range(1, 11):
+        spool.write(json.dumps({"event": {"type": "agent_text", "agent": "a", "text": "t",
+                                          "seq": seq}}).encode() + b"\\n")
+    print("WRITING", flush=True)
+    sys.stdin.readline()  # the test delivers now, while this runtime still writes
+    for seq in range(11, 21):
+        spool.write(json.dumps({"event": {"type": "agent_text", "agent": "a", "text": "t",
+                                          "seq": seq}}).encode() + b"\\n")
+    spool.close()
+    print("DONE", flush=True)
+    """
+)
+
+
+def test_deliver_skips_a_spool_a_live_runtime_writes_and_the_runtime_goes_on(tmp_path, caplog):
+    """``deliver var/spool/*.jsonl`` while a run is live: it cut the live spool's reserved
+    space, and the runtime died of SIGBUS at its next line."""
+    path = tmp_path / f"{uuid.uuid4().hex}.jsonl"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", LIVE_WRITER, str(path)],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": f"{PROJECT / 'sdk'}:{PROJECT}"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdin is not None
+        assert writer.stdout.readline().strip() == "WRITING"
+        before = path.read_bytes()
+        fake = FakeRunServer().start()
+        try:
+            with caplog.at_level(logging.WARNING):
+                code = client_main(argv=["deliver", str(path), "--url", fake.url, "--token", "x"])
+            assert fake.requests == 0  # nothing sent for a run its runtime still reports
+        finally:
+            fake.stop()
+        assert code == 0  # skipped, not failed
+        assert any("skipped" in r.getMessage() and "live runtime" in r.getMessage()
+                   for r in caplog.records)
+        assert path.read_bytes() == before  # not cut, not appended to
+        with pytest.raises(ReportError, match="live runtime"):  # nor resumed here
+            RunReporter(fake.url, "x", spool_dir=tmp_path).resume(path.stem)
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline().strip() == "DONE"
+        assert writer.wait(timeout=30) == 0  # no SIGBUS
+    finally:
+        writer.kill()
+    assert seqs(path) == list(range(1, 21))
+
+
+def test_deliver_names_the_file_a_renamed_spool_must_have(tmp_path, capsys):
+    run_id = uuid.uuid4().hex
+    copy = tmp_path / "killed_copy.jsonl"
+    start = {"start": {"workflow": "W", "enterprise_id": "e", "run_id": run_id}}
+    copy.write_bytes(json.dumps(start).encode() + b"\n" + line(1))
+    with pytest.raises(SystemExit) as exited:
+        client_main(argv=["deliver", str(copy), "--url", "http://127.0.0.1:9", "--token", "x"])
+    assert exited.value.code == 2
+    said = capsys.readouterr().err
+    assert f"holds run {run_id}" in said and f"{run_id}.jsonl" in said

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from contextadmin_sdk.client.reporter import RunReporter
+from contextadmin_sdk.client.resume import spool_read
+from contextadmin_sdk.client.spool_file import SpoolInUse
 from contextadmin_sdk.client.transport import ReportError, base_url_check
 
 
@@ -48,14 +50,23 @@ def main(*, argv: list[str] | None = None) -> int:
             parser.error(f"SPOOL_FILE: {spool}: no such file")
         if spool.suffix != ".jsonl":
             parser.error(f"SPOOL_FILE: {spool} is not a run's spool (SPOOL_DIR/<run_id>.jsonl)")
+        started = (spool_read(spool).start or {}).get("run_id")
+        if started is not None and started != spool.stem:  # a copy, or a renamed file
+            parser.error(
+                f"SPOOL_FILE: {spool} holds run {started} (its start line): a spool is found by "
+                f"its run's id, so name it {spool.parent / f'{started}.jsonl'}"
+            )
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    log = logging.getLogger(__name__)
     delivered = True
     for spool in args.spools:
         reporter = RunReporter(args.url, args.token, spool_dir=spool.parent)
         try:
             delivered = reporter.deliver(spool.stem, timeout=args.timeout) and delivered
+        except SpoolInUse as exc:  # a live run: its runtime delivers it (not a failure here)
+            log.warning("run %s: skipped: %s", spool.stem, exc)
         except ReportError as exc:
-            logging.getLogger(__name__).error("run %s: not delivered: %s", spool.stem, exc)
+            log.error("run %s: not delivered: %s", spool.stem, exc)
             delivered = False
     return 0 if delivered else 1
 

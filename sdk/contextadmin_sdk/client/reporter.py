@@ -63,6 +63,7 @@ from contextadmin_sdk.client.background import BackgroundSender
 from contextadmin_sdk.client.definitions import declared_mapping, definitions_fetch
 from contextadmin_sdk.client.resume import Resumed, delivery_message, spool_read
 from contextadmin_sdk.client.socket_transport import TRANSPORTS
+from contextadmin_sdk.client.spool_file import SpoolInUse, spool_in_use
 from contextadmin_sdk.client.transport import (
     ReportError,
     base_url_check,
@@ -254,9 +255,13 @@ class RunReporter:
 
         The spool's events the server has not stored are queued for delivery (background
         mode), and the next event gets the seq after the last one observed. Raises
-        ``ReportError`` when neither the server nor a spool knows the run.
+        ``ReportError`` when neither the server nor a spool knows the run, and ``SpoolInUse``
+        (one) when a live runtime is still writing the run's spool.
         """
-        spool = spool_read(self._spool_path(run_id))
+        path = self._spool_path(run_id)
+        if path is not None and spool_in_use(path):  # its runtime still reports it
+            raise SpoolInUse(path)
+        spool = spool_read(path)
         server: dict[str, Any] | None = None
         try:
             server = self.fetch_state(run_id)
@@ -267,7 +272,9 @@ class RunReporter:
                     "spool of it to rebuild from"
                 ) from None
             logger.warning(
-                "resume %s: server state unavailable (%s); rebuilding from the spool", run_id, exc
+                "run %s: the server has no state for it (%s); rebuilding it from the spool",
+                run_id,
+                exc,
             )
         server_seq = int(server["seq"]) if server is not None else 0
         unsent = [event for event in spool.events if event["seq"] > server_seq]

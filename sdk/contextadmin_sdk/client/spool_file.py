@@ -11,6 +11,10 @@ one ``write(2)``.
 While open, the file ends in zeros past its last line; ``close`` cuts them. A reader ignores
 what follows the last newline (a torn line, or the zeros of a process that was killed), and
 reopening a spool to append starts right after its last complete line.
+
+An open spool is locked (``flock``, where the platform has it): a second writer (a resume or
+``deliver`` from another process while the runtime still runs) gets ``SpoolInUse`` instead of
+writing into, or cutting, a file another process has mapped.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHUNK_BYTES", "SpoolFile", "events_after"]
+from contextadmin_sdk.client.transport import ReportError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock, and no mapping either
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CHUNK_BYTES", "SpoolFile", "SpoolInUse", "events_after", "spool_in_use"]
 
 logger = logging.getLogger("contextadmin_sdk.client")
 
@@ -31,13 +42,46 @@ _PAGE = mmap.ALLOCATIONGRANULARITY
 _TAIL_BLOCK = 1 << 16  # read backwards in blocks of this size to find the last line
 
 
+class SpoolInUse(ReportError):
+    """A live runtime (another process, or another reporter here) is writing this spool."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"spool {path} is being written by a live runtime (another process or reporter has "
+            "it open): that runtime reports the run; deliver or resume it once it has ended"
+        )
+        self.path = path
+
+
+def spool_in_use(path: Path) -> bool:
+    """Whether a live runtime has the spool at ``path`` open (it holds the spool's lock)."""
+    if fcntl is None or not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the lock, when it was taken
+    return False
+
+
 class SpoolFile:
     """Append-only JSON lines: ``write``, ``tell``, ``close`` (and ``add_event``)."""
 
     def __init__(self, path: Path, *, append: bool) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | (0 if append else os.O_TRUNC), 0o644)
-        try:  # after the last complete line: a torn one, or a killed writer's zeros, goes
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise SpoolInUse(path) from None
+            if not append:
+                os.ftruncate(self._fd, 0)
+            # After the last complete line: a torn one, or a killed writer's zeros, goes.
             self._end = _content_end(self._fd, os.fstat(self._fd).st_size) if append else 0
         except BaseException:
             os.close(self._fd)
