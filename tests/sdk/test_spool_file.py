@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from contextadmin_sdk.client.spool_file import (
     spool_in_use,
 )
 
-from devservers.processes import PROJECT
+from devservers.processes import PROJECT, free_port
 from tests.sdk.integrations.fake_server import FakeRunServer
 
 
@@ -252,3 +253,29 @@ def test_deliver_names_the_file_a_renamed_spool_must_have(tmp_path, capsys):
     assert exited.value.code == 2
     said = capsys.readouterr().err
     assert f"holds run {run_id}" in said and f"{run_id}.jsonl" in said
+
+
+def test_resuming_from_a_spool_while_the_server_is_away_asks_it_twice_not_for_the_backoff(
+    tmp_path, caplog
+):
+    """attach(run_id=) waits for the resume on the workflow's own loop: with the server down it
+    blocked ~16 s through eight retries, a warning each, though the spool held the run."""
+    away = f"http://127.0.0.1:{free_port()}"
+    first = RunReporter(away, "ca_x", background=True, transport="http", spool_dir=tmp_path)
+    run_id = first.start(workflow="W", enterprise_id="e")
+    for index in range(5):
+        first.event("agent_text", agent="a", text=str(index))
+    first.close(timeout=0.1)
+    again = RunReporter(
+        away, "ca_x", background=True, transport="http", spool_dir=tmp_path, backoff=0.5
+    )
+    with caplog.at_level(logging.WARNING, logger="contextadmin_sdk.client"):
+        began = time.monotonic()
+        resumed = again.resume(run_id)
+        spent = time.monotonic() - began
+    again.close(timeout=0.1)
+    assert [event["seq"] for event in resumed.unsent] == [1, 2, 3, 4, 5]
+    assert spent < 2.0  # one retry after 0.5 s; the reporter's own 8 would take ~60 s here
+    retried = [r for r in caplog.records if "/state/ failed" in r.getMessage()]
+    assert len(retried) == 1
+    assert any("rebuilding it from the spool" in r.getMessage() for r in caplog.records)

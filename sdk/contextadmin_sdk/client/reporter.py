@@ -78,6 +78,8 @@ from contextadmin_sdk.engine.format import ContextVariablesFile
 
 logger = logging.getLogger(__name__)
 
+RESUME_RETRIES = 1  # a resume with a spool asks the server twice before rebuilding from it
+
 DEFAULT_CAPACITY = 10_000
 BACKGROUND_BATCH_SIZE = 500  # fewer, larger requests: less of the sender's work on the GIL
 DEFAULT_TRANSPORT = "auto"  # the ingest websocket if installed: faster (docs/benchmarks.md)
@@ -246,9 +248,10 @@ class RunReporter:
         if self._sender is not None:
             self._sender.retry_start()
 
-    def fetch_state(self, run_id: str) -> dict[str, Any]:
-        """GET the run's latest state (``{"seq", "state", "provenance", "flips"}``); blocking."""
-        return self._request("GET", f"/api/runs/{run_id}/state/", None)
+    def fetch_state(self, run_id: str, *, retries: int | None = None) -> dict[str, Any]:
+        """GET the run's latest state (``{"seq", "state", "provenance", "flips"}``); blocking,
+        retried ``retries`` times (default: the reporter's ``retries``)."""
+        return self._request("GET", f"/api/runs/{run_id}/state/", None, retries=retries)
 
     def resume(self, run_id: str) -> Resumed:
         """Continue an existing run: its server state, plus what the spool holds beyond it.
@@ -264,7 +267,10 @@ class RunReporter:
         spool = spool_read(path)
         server: dict[str, Any] | None = None
         try:
-            server = self.fetch_state(run_id)
+            # With a spool to rebuild from, a server that is away costs a retry, not the
+            # whole backoff: attach() waits for this, on the workflow's own thread or loop.
+            kept = spool.start is not None or bool(spool.events)
+            server = self.fetch_state(run_id, retries=RESUME_RETRIES if kept else None)
         except ReportError as exc:
             if spool.start is None:
                 raise ReportError(
@@ -402,7 +408,12 @@ class RunReporter:
             )
 
     def _request(
-        self, method: str, path: str, body: dict[str, Any] | bytes | None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | bytes | None,
+        *,
+        retries: int | None = None,
     ) -> dict[str, Any]:
         """One blocking request, retried (``transport.request_json``); ``body``: JSON, or the
         bytes of it."""
@@ -411,7 +422,7 @@ class RunReporter:
             method=method,
             path=path,
             data=data,
-            retries=self.retries,
+            retries=self.retries if retries is None else retries,
             backoff=self.backoff,
             max_backoff=self.max_backoff,
             **self._server(),
