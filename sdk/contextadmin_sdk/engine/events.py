@@ -167,7 +167,7 @@ def _plain_turn_event(event: dict[str, Any]) -> bool:
             and bool(target.strip())
             and len(target) <= IDENTIFIER_MAX_CHARS
             and type(rule) is int
-            and rule >= 0
+            and 0 <= rule <= INT64_MAX
             and _HANDOFF_FIELDS.issuperset(event)
         )
     return False

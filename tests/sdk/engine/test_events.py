@@ -90,6 +90,7 @@ def test_plain_turn_events_are_valid(event: dict[str, Any]) -> None:
         ({"type": "handoff", "agent": "Asker", "target": "B", "rule": -1}, "rule"),
         ({"type": "handoff", "agent": "Asker", "target": "B", "rule": False}, "rule"),
         ({"type": "handoff", "agent": "Asker", "target": "B", "rule": None}, "rule"),
+        ({"type": "handoff", "agent": "Asker", "target": "B", "rule": INT64_MAX + 1}, "rule"),
     ],
 )
 def test_turn_events_off_by_one_field_are_refused_naming_it(
