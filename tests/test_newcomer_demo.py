@@ -103,4 +103,5 @@ def test_demo_ag2_runs_the_workflow_demo_setup_imported_to_completed(
         "demo_ag2", "--url", server.url, "--delay", "0", "--token-file", str(tmp_path / "t")
     )
     assert "imported the demo workflow" not in done.stdout  # demo_setup's import is reused
+    assert "run_status completed\n" in done.stdout  # the event list names the status
     assert_completed_with_hand_offs(run_state(server, token, run_id_of(done.stdout)))

@@ -246,6 +246,23 @@ def test_background_capacity_with_a_spool_keeps_order_through_the_file(tmp_path)
         fake.stop()
 
 
+@pytest.mark.parametrize("ended", [True, False], ids=["completed", "running"])
+def test_close_with_the_server_down_names_only_the_ways_that_work(tmp_path, caplog, ended):
+    """A completed run cannot be resumed (``attach(run_id=...)`` raises): only deliver it."""
+    reporter = background_reporter(f"http://127.0.0.1:{free_port()}", spool_dir=tmp_path)
+    reporter.event("agent_text", agent="a", text="hello")
+    if ended:
+        reporter.event("run_status", status="completed")
+    with caplog.at_level(logging.ERROR, logger="contextadmin_sdk.client"):
+        assert reporter.close(timeout=0.2) is False
+    spool = tmp_path / f"{reporter.run_id}.jsonl"
+    said = [r.getMessage() for r in caplog.records if "not acknowledged at close" in r.getMessage()]
+    assert len(said) == 1, said
+    assert f"deliver them with python -m contextadmin_sdk.client deliver {spool}" in said[0]
+    assert ("resume the run" in said[0]) is not ended
+    assert spool.exists()
+
+
 def test_resume_delivers_the_spools_unsent_events_after_the_servers_seq(tmp_path):
     fake = FakeRunServer().start()
     try:

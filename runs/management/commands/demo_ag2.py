@@ -23,6 +23,26 @@ from runs.tokens import api_token_authenticate, api_token_create
 
 DEMO_RUNTIME_NAME = "demo_ag2"
 START_WAIT_S = 10.0  # how long to wait for the run start's answer before the chat goes on
+MONGO_PORT_DEFAULT = "27018"  # scripts/run's MONGO_PORT unless it was given another
+
+
+def event_line(*, event: dict[str, Any]) -> str:
+    """One reported event as the command lists it: who acted (a run_status: its status)."""
+    who = event.get("agent") or event.get("tool") or event.get("name") or event.get("status")
+    extra = f" -> {event['target']}" if event["type"] == "handoff" else ""
+    return f"  #{event['seq']} {event['type']} {who or ''}{extra}"
+
+
+def definitions_unreachable(*, exc: DefinitionsError, url: str) -> str:
+    """The SDK's message suggests passing an exported file, which this command cannot take (it
+    streams into a server): name the fix that works here, reaching the server."""
+    if exc.status is not None:  # the server answered: its refusal names the cause and fix
+        return str(exc)
+    cause = str(exc).split(" and none are cached", 1)[0]
+    return (
+        f"{cause}: is the server running at {url}? demo_ag2 streams the run into it: start it "
+        "(scripts/run) or pass --url with the address it serves"
+    )
 
 
 @dataclass(frozen=True)
@@ -81,7 +101,7 @@ class Command(BaseCommand):
             run_demo = self._classic() if options["classic"] else self._ag2x()
         except ImportError as exc:
             extra = "autogen" if options["classic"] else "ag2"
-            raise CommandError(f'{exc} (install the extra: pip install -e ".[{extra}]")') from None
+            raise CommandError(f'{exc} (install the extra: pip install "./sdk[{extra}]")') from None
         logging.getLogger("autogen").setLevel(logging.WARNING)
         imported = demo_workflow_import(workflow=DEMO_WORKFLOWS_BY_NAME[DEMO_WORKFLOW])
         if imported is not None:  # demo_setup imports it; a database of your own may lack it
@@ -104,7 +124,7 @@ class Command(BaseCommand):
             try:  # the published definitions, from the server: any directory, after any edit
                 config = reporter.definitions(DEMO_WORKFLOW)
             except DefinitionsError as exc:
-                raise CommandError(str(exc)) from None
+                raise CommandError(definitions_unreachable(exc=exc, url=url)) from None
             session = run_demo(
                 DemoRun(
                     config=config,
@@ -120,9 +140,7 @@ class Command(BaseCommand):
             if mongo is not None:
                 mongo.close()
         for event in session.events:
-            who = event.get("agent") or event.get("tool") or event.get("name") or ""
-            extra = f" -> {event['target']}" if event["type"] == "handoff" else ""
-            self.stdout.write(f"  #{event['seq']} {event['type']} {who}{extra}")
+            self.stdout.write(event_line(event=event))
         for flip in session.flips:
             self.stdout.write(f"flipped {flip.name} -> {flip.value}")
         if reporter.error or reporter.last_acked_seq < session.state.last_seq:
@@ -182,9 +200,12 @@ class Command(BaseCommand):
         does: with settings.MONGODB_URI when set, else the run starts with it unresolved."""
         if settings.MONGODB_URI:
             return mongo_client(settings.MONGODB_URI, timeout_ms=2000)
+        port = os.environ.get("MONGO_PORT") or MONGO_PORT_DEFAULT  # as scripts/run picks it
         self.stdout.write(
             "demo_ag2: MONGODB_URI unset, so concept_overview stays unresolved; to look it up "
-            "in the MongoDB scripts/run started, prefix MONGODB_URI=mongodb://127.0.0.1:27018"
+            f"in the MongoDB scripts/run started, prefix MONGODB_URI=mongodb://127.0.0.1:{port} "
+            f"(its MONGO_PORT, {MONGO_PORT_DEFAULT} unless you gave it another: scripts/run "
+            "prints the whole command)"
         )
         return None
 

@@ -14,6 +14,14 @@ STATUSES = ("resolved", "default", "unresolved", "suppressed")
 PRODUCTION_REASON = "suppressed in production"
 PRODUCTION_PURGE_REASON = f"{PRODUCTION_REASON} (defensive purge)"
 SUPPLIED_REASON = "supplied by the runtime at start"
+# A declared database or environment variable the supplied context lacks: the runtime could not
+# read it (its own provenance named why; only the values reach the server), so it is unresolved.
+NOT_SUPPLIED_REASONS = {
+    "database": "the runtime supplied no value at start: its look-up found none (no MongoDB "
+    "configured, no matching document, or a failed look-up: the runtime's log says which)",
+    "environment": "the runtime supplied no value at start (its environment variable unset or "
+    "unparsable there, with no default)",
+}
 
 
 @dataclass

@@ -38,6 +38,7 @@ from .coercion import (
 )
 from .config import ConfigInput, load_config
 from .context import (
+    NOT_SUPPLIED_REASONS,
     PRODUCTION_PURGE_REASON,
     PRODUCTION_REASON,
     STATUSES,
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # pymongo is the SDK's "mongo" extra
 # Public names of the loader's job, wherever their module: callers import them from here.
 __all__ = [
     "BASE_FLAGS",
+    "NOT_SUPPLIED_REASONS",
     "NO_MONGO_REASON",
     "PRODUCTION_PURGE_REASON",
     "PRODUCTION_REASON",

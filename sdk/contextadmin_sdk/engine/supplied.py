@@ -9,6 +9,7 @@ from .arguments import require_config, require_mapping, require_str
 from .coercion import redact_credentials
 from .config import ConfigInput, load_config
 from .context import (
+    NOT_SUPPLIED_REASONS,
     PRODUCTION_PURGE_REASON,
     PRODUCTION_REASON,
     SUPPLIED_REASON,
@@ -53,7 +54,9 @@ def context_from_supplied(
     not match is kept with a warning, as the loader keeps it); in production an environment
     variable or base flag never enters (dropped, provenance ``suppressed`` with
     ``PRODUCTION_PURGE_REASON``, and a warning); a credential-looking value is redacted. A name
-    the workflow does not declare is kept with category ``supplied``.
+    the workflow does not declare is kept with category ``supplied``. A declared database or
+    environment variable left out (the runtime could not read it) is ``unresolved``, with
+    ``NOT_SUPPLIED_REASONS``' reason: the run page shows it, as ``build_context`` would.
 
     Raises ``ConfigError`` for an invalid config, ``ValueError`` for an unknown ``environment``,
     and ``ContextError`` naming every ``context.<name>`` that breaks a rule.
@@ -157,6 +160,11 @@ def context_from_supplied(
             )
     if problems:
         raise ContextError(problems)
+    for name, source in read_from.items():  # nothing dropped silently: what it could not read
+        category = categories.get(name)
+        if category in NOT_SUPPLIED_REASONS and name not in b.context.provenance:
+            reason = NOT_SUPPLIED_REASONS[category]
+            b.note(name, category=category, source=source, status="unresolved", reason=reason)
     if purged:
         b.warn(
             "production: purged environment variables from the supplied context: "
