@@ -72,8 +72,8 @@ REDIS_LAYERS = {  # settings.REDIS_CHANNEL_LAYER: the layer it configures
 
 # The AG2 extras (pyproject.toml): the module a figure needs -> what it is and how to install it
 EXTRAS = {
-    "autogen": ("AG2 Classic", 'pip install -e ".[autogen]"'),
-    "ag2": ("AG2 1.x", 'pip install -e ".[ag2]"'),
+    "autogen": ("AG2 Classic", 'pip install "./sdk[autogen]"'),
+    "ag2": ("AG2 1.x", 'pip install "./sdk[ag2]"'),
 }
 
 

@@ -57,7 +57,7 @@ METHOD = """\
   `session.observe` call that produced a run event. The sending runs on the reporter's thread
   and is not counted, except where it takes the GIL from the chat. B9 needs AG2 Classic (the
   `autogen` extra): without it the run prints B9 as skipped, with the command that installs it
-  (`pip install -e ".[autogen]"`), and still measures and writes the other figures.
+  (`pip install "./sdk[autogen]"`), and still measures and writes the other figures.
 - B9.ag2 (`bench/ag2x.py`) runs the same workflow on AG2 1.x in the same run, each 1.x run
   right after the Classic run of the same case: a workflow channel on an in-process hub (a
   human opens it; Asker and Answerer alternate through the `TransitionGraph` until

@@ -2,7 +2,7 @@
 (``/ws/ingest/<run_id>/``) as one frame, the events POST's body, and the server answers it as
 the POST does (``batch_ack``: ``last_seq``, ``flips``, ``acks``; or an error with its status).
 
-It needs the optional ``websockets`` library (``pip install "contextadmin-sdk[websocket]"``),
+It needs the optional ``websockets`` library (``pip install "./sdk[websocket]"`` from a checkout),
 imported only when a reporter uses it. Everything else is the HTTP transport's: a batch is
 stored all or nothing, its seqs make a re-send after a reconnect idempotent, a refusal is the
 same ``ReportError`` (status, body, ``Retry-After``), a dropped or unreachable server is a
@@ -42,7 +42,8 @@ def websockets_import() -> Any:
     except ImportError as exc:
         raise SocketUnavailable(
             f"the websockets library is not installed ({exc}); "
-            'pip install "contextadmin-sdk[websocket]" to report over the ingest websocket'
+            'pip install "./sdk[websocket]" (from a checkout of contextadmin) to report over the '
+            "ingest websocket"
         ) from None
 
 

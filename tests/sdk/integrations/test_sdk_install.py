@@ -1,5 +1,5 @@
 """A runtime installs the SDK, not the server: in a clean virtualenv holding only
-``contextadmin-sdk[ag2]`` (where ``import django`` fails), docs/ag2.md's AG2 1.x quick start runs
+``./sdk[ag2]`` (where ``import django`` fails), docs/ag2.md's AG2 1.x quick start runs
 against a live server and its run ends completed there, recorded as an AG2 1.x run."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "contextadmin_sdk.integrations.ag2 needs AG2 1.x (ag2>=1.2,<1.3): pip install "
-        '"contextadmin-sdk[ag2]" (from a checkout: "./sdk[ag2]"); for AG2 Classic group chats '
+        '"./sdk[ag2]" from a checkout of contextadmin; for AG2 Classic group chats '
         "use contextadmin_sdk.integrations.autogen"
     ) from exc
 
