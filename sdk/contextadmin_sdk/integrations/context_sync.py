@@ -2,9 +2,9 @@
 
 Both AG2 adapters (``contextadmin_sdk.integrations.autogen`` for AG2 Classic,
 ``contextadmin_sdk.integrations.ag2`` for
-AG2 1.x) let tools and reply functions write the chat's own context. Nothing the chat changes is
-dropped silently: after every turn an adapter asks ``ContextSync.changes`` what to report, and
-gets
+AG2 1.x) let tools and reply functions write the chat's own context. No change the chat makes to
+a declared variable (or the base) is dropped silently: after every turn an adapter asks
+``ContextSync.changes`` what to report, and gets
 
 - a ``context_set`` for each declared variable the chat changed that the run may take (a derived
   flag set explicitly to a boolean is one: the engine records it as a flip whose cause names the
@@ -12,7 +12,13 @@ gets
 - a ``warning`` for each change the run may not take (a declarative constant, the base, an
   environment variable in production, a value of another type or a credential-looking one),
   naming the variable, the refused value, who tried and the rule broken; once per name and
-  value, so a chat that keeps the refused value does not repeat it every turn.
+  value, so a tool that sets the same refused value again is not warned about again.
+
+A refused value does not stay in the chat: ``ContextSync.restore`` says what to put back (the
+run's value, or a name to delete where the run has none), and the adapter writes it into the
+chat's own context before AG2 routes on it: what the chat routes on, the inspector shows.
+Names the workflow does not declare (and that are not the base) are the chat's own scratch data:
+neither reported nor put back.
 
 The rule itself is the engine's (``context_set_refusal``); this module only diffs. Django-free.
 """
@@ -107,6 +113,27 @@ class ContextSync:
                 "text": problem,
             })
         return events
+
+    def restore(
+        self, data: Mapping[str, Any], state: RunState
+    ) -> tuple[dict[str, Any], list[str]]:
+        """What to write back into the chat so it holds the run's values, after ``changes``
+        was applied: ``(sets, deletes)``, the run's value of each declared variable (or base
+        name) where ``data`` differs from it, and the names ``data`` holds that the run lacks.
+        Whatever is left different then is a change the run refused."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"data: must be a mapping, not {type(data).__name__}")
+        known = state.context
+        sets: dict[str, Any] = {}
+        deletes: list[str] = []
+        for name in self.names:
+            if name not in data:
+                continue
+            if name not in known:
+                deletes.append(name)
+            elif not _same(known[name], data[name]):
+                sets[name] = copy.deepcopy(known[name])
+        return sets, deletes
 
 
 def _same(known: Any, value: Any) -> bool:

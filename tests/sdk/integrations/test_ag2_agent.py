@@ -91,3 +91,32 @@ async def test_a_detached_agent_runs_unobserved() -> None:
         await agent.ask("Third")
     assert [e.get("text") for e in again.events] == ["Done.", None]
     assert sum(type(m.middleware).__name__ == "SessionHook" for m in agent.middleware) == 1
+
+
+def set_tier(context: Context) -> str:
+    """Change a declarative constant and a derived flag to a string: both refused."""
+    context.variables["product_tier"] = "gold"
+    context.variables["planned"] = "yes"
+    return "set"
+
+
+def read_back(context: Context) -> str:
+    seen.append(dict(context.variables))
+    return "read"
+
+
+async def test_a_single_agents_refused_values_are_put_back_in_its_variables() -> None:
+    seen.clear()
+    cfg = config(derived("planned", {"type": "tool_response", "tool": "nothing", "status": "x"}))
+    agent = scripted_agent(
+        "Planner", [ToolCall("set_tier"), ToolCall("read_back"), "Done."],
+        tools=[set_tier, read_back],
+    )
+    session = attach(agent, cfg, workflow_name="W", enterprise_id="e", environ={})
+    with session:
+        await agent.ask("Go.")
+    refused = [(e["name"], e["rule"]) for e in session.events if e["type"] == "warning"]
+    assert sorted(refused) == [("planned", "type"), ("product_tier", "constant")]
+    assert seen[0]["product_tier"] == "beta" and seen[0]["planned"] is False  # the next tool
+    assert session.context["product_tier"] == "beta" and session.context["planned"] is False
+    assert session.context == {**session.state.context}

@@ -13,7 +13,16 @@ from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.engine import replay
 from contextadmin_sdk.integrations.autogen import attach
 
-from .chats import ToolCall, config, derived, raise_tier, save_plan, two_stage_pattern
+from .chats import (
+    ToolCall,
+    config,
+    derived,
+    env_flag,
+    raise_tier,
+    save_plan,
+    set_var,
+    two_stage_pattern,
+)
 from .live import api
 
 INTERVIEW_DONE = derived(
@@ -98,9 +107,44 @@ def test_a_refused_change_is_a_warning_and_the_chat_goes_on() -> None:
         "variable product_tier is a constant: it never changes during a run); recorded as a "
         "warning event"
     ]
-    assert session.state.get("execution.warnings") == 1  # once, though the chat keeps "gold"
-    assert session.state.context["product_tier"] == "beta"
-    assert session.context["product_tier"] == "gold"
+    assert session.state.get("execution.warnings") == 1
+    # The run's value is back in the chat's own context: AG2 routes on what the run holds.
+    assert session.state.context["product_tier"] == "beta" == session.context["product_tier"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "environ", "restored"),
+    [
+        pytest.param("plan_saved", "yes", {}, False, id="derived-flag-not-boolean"),
+        pytest.param("beta_features", "yes", {}, False, id="environment-wrong-type"),
+        pytest.param("beta_features", True, {"ENVIRONMENT": "production"}, None,
+                     id="environment-in-production"),
+    ],
+)
+def test_a_refused_value_is_put_back_before_the_chat_routes_on_it(
+    name: str, value: Any, environ: dict[str, str], restored: Any
+) -> None:
+    cfg = config(INTERVIEW_DONE, PLAN_SAVED, handoffs=[*RULES[:1], {**RULES[1], "condition": (
+        f"${{{name}}}")}], environment=[env_flag("beta_features", "BETA_FEATURES")])
+    pattern = two_stage_pattern(
+        interview=["NEXT"], answers=[],
+        planner=[ToolCall("set_var", name=name, value=json.dumps(value)), "Planned."],
+        tools=[set_var],
+    )
+    session = attach(pattern, cfg, workflow_name=WORKFLOW, enterprise_id="acme", environ=environ)
+    result = run(pattern, session)
+
+    assert "Closer" not in speakers(result)  # rule 1 did not route on the refused value
+    assert [e for e in session.events if e["type"] == "handoff" and e.get("rule") == 1] == []
+    [warning] = [e for e in session.events if e["type"] == "warning"]
+    assert (warning["name"], warning["value"], warning["agent"], warning["tool"]) == (
+        name, value, "Planner", "set_var"
+    )
+    if restored is None:  # the run has none: gone from the chat too
+        assert name not in session.context.data and name not in session.state.context
+    else:
+        assert session.context[name] is restored is session.state.context[name]
+    assert session.context.to_dict() == session.state.context
 
 
 # -- the same, reported to a live server -------------------------------------------------------

@@ -199,3 +199,15 @@ def test_out_of_contract_arguments_raise_type_error_naming_the_parameter() -> No
         ContextSync(RAW, production=False)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^data: "):
         ContextSync(CONFIG, production=False).changes(None, state())  # type: ignore[arg-type]
+
+
+def test_restore_gives_the_runs_values_back_for_refused_changes_only() -> None:
+    run = state("production")  # beta_features is suppressed: the run has none
+    sync = ContextSync(CONFIG, production=True)
+    data = chat(run, plan_saved=True, max_items=40, beta_features=True, scratch={"n": 1})
+    for event in sync.changes(data, run, tool="save_plan"):
+        if event["type"] == "context_set":
+            run.apply(event)  # plan_saved: taken, nothing to put back
+    assert sync.restore(data, run) == ({"max_items": 25}, ["beta_features"])
+    with pytest.raises(TypeError, match=r"^data: "):
+        sync.restore(None, run)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "attach_demo",
     "failing_tool",
     "record_plan",
+    "set_var",
     "speakers",
     "two_stage",
 ]
@@ -88,6 +90,12 @@ async def record_plan(names: str, channel: ChannelInject) -> str:
     """Record the plan; sets the database variable plan_owner like a real tool might."""
     await set_context(channel, "plan_owner", "tool")
     return f'{{"saved": {len(names.split(","))}}}'
+
+
+async def set_var(name: str, value: str, channel: ChannelInject) -> str:
+    """Set the context variable ``name`` to the JSON ``value`` (whatever the run allows)."""
+    await set_context(channel, name, json.loads(value))
+    return f"{name} set."
 
 
 def failing_tool(reason: str) -> str:

@@ -41,12 +41,20 @@ class AgentSession(RunSession):
         return self.variables
 
     def _begin(self) -> None:
-        self._hook = hook_of(self.agent)
-        self._hook.session = self
+        hook = hook_of(self.agent)
+        if any(isinstance(each, AgentSession) for each in hook.sessions):
+            # Its turns carry no channel to tell two runs apart: one at a time.
+            raise ValueError(
+                f"agent {self.agent.name!r} already has a single-agent session attached: leave "
+                "its `with` block before attaching another (a workflow channel's runs may "
+                "overlap; an agent's own runs may not)"
+            )
+        hook.sessions.append(self)
+        self._hook = hook
 
     def _finish(self, *, raised: bool) -> None:
-        if self._hook is not None and self._hook.session is self:
-            self._hook.session = None
+        if self._hook is not None and self in self._hook.sessions:
+            self._hook.sessions.remove(self)
         super()._finish(raised=raised)
 
     def watching(self, context: Any) -> bool:
@@ -65,6 +73,7 @@ class AgentSession(RunSession):
     async def turn_ended(self, agent: str, response: Any, context: Any) -> None:
         try:
             self._settle(context, self.sync(dict(context.variables), agent=agent))
+            self._put_back(context)
             text = text_of(response.content)
             if text:
                 self._settle(context, self.on_text(agent, text))
@@ -78,6 +87,7 @@ class AgentSession(RunSession):
         self.observed += 1
         try:
             self._settle(context, self.sync(dict(context.variables), agent=agent, tool=call.name))
+            self._put_back(context)
             flips = self.on_tool(
                 agent,
                 call.name,
@@ -96,6 +106,17 @@ class AgentSession(RunSession):
 
     def channel_closed(self, reason: str) -> None:  # pragma: no cover
         return None
+
+    def _put_back(self, context: Any) -> None:
+        """The run's value back into the turn's variables where the run refused a change (the
+        warning says what): the agent and ``session.context`` hold what the run holds."""
+        sets, deletes = self._sync.restore(dict(context.variables), self.state)
+        for name in deletes:
+            context.variables.pop(name, None)
+            self.variables.pop(name, None)
+        for name, value in sets.items():
+            context.variables[name] = value
+            self.variables[name] = copy.deepcopy(value)
 
     def _settle(self, context: Any, flips: list[Flip]) -> None:
         for flip in flips:

@@ -31,11 +31,12 @@ __all__ = ["SessionArbiter", "SessionHook", "SessionListener", "hook_of"]
 
 
 class SessionHook:
-    """An agent's middleware factory; it observes for whichever session is attached now."""
+    """An agent's middleware factory; each turn is observed by the attached session watching
+    its channel (an agent may take part in several workflows at once, one run each)."""
 
     def __init__(self, agent: str) -> None:
         self.agent = agent
-        self.session: Observer | None = None
+        self.sessions: list[Observer] = []  # attached now, each watching its own channel
 
     def __call__(self, event: Any, context: Any) -> BaseMiddleware:
         return _TurnObserver(event, context, hook=self)
@@ -59,9 +60,7 @@ class _TurnObserver(BaseMiddleware):
     def __init__(self, event: Any, context: Any, *, hook: SessionHook) -> None:
         super().__init__(event, context)
         self.hook = hook
-        self.session = hook.session if hook.session is not None else None
-        if self.session is not None and not self.session.watching(context):
-            self.session = None
+        self.session = next((each for each in hook.sessions if each.watching(context)), None)
 
     async def on_turn(self, call_next: Any, event: Any, context: Any) -> Any:
         session = self.session

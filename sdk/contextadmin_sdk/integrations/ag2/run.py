@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 import ag2
+from ag2.events import ToolErrorEvent
 
 from contextadmin_sdk.client.definitions import runtime_info
 from contextadmin_sdk.engine import TEXT_MAX_CHARS, Flip
 from contextadmin_sdk.integrations.session_core import SessionCore
 
-__all__ = ["RunSession", "result_text", "runtime"]
+__all__ = ["RunSession", "error_text", "result_text", "runtime"]
 
 logger = logging.getLogger("contextadmin_sdk.integrations.ag2")
 
@@ -89,7 +90,11 @@ class RunSession(SessionCore):
 
 
 def result_text(result: Any) -> str:
-    """A tool result's text: its text parts, else its parts' data as JSON-ish text."""
+    """A tool result's text: its text parts, else its parts' data as JSON-ish text. A failed
+    tool's (``ToolErrorEvent``) is its error's ``Type: message``: AG2 puts the whole traceback
+    in the result, whose file paths are the runtime's, not the run's to show or store."""
+    if isinstance(result, ToolErrorEvent):
+        return error_text(result.error)
     parts = getattr(getattr(result, "result", None), "parts", None) or []
     texts = []
     for part in parts:
@@ -99,3 +104,13 @@ def result_text(result: Any) -> str:
         elif getattr(part, "data", None) is not None:
             texts.append(str(part.data))
     return "\n".join(texts)
+
+
+def error_text(error: BaseException) -> str:
+    """``RuntimeError: disk full`` (just the type when the message is empty)."""
+    try:
+        message = str(error)
+    except Exception:  # a hostile __str__: the type still says what failed
+        message = ""
+    name = type(error).__name__
+    return f"{name}: {message}" if message else name

@@ -175,13 +175,13 @@ class WorkflowSession(RunSession):
         self.hub.register_arbiter(self._arbiter)
         for agent in self.agents:
             hook = hook_of(agent)
-            hook.session = self
+            hook.sessions.append(self)
             self._hooks.append(hook)
 
     def _finish(self, *, raised: bool) -> None:
         for hook in self._hooks:
-            if hook.session is self:
-                hook.session = None
+            if self in hook.sessions:
+                hook.sessions.remove(self)
         self._hooks.clear()
         self.hub.unregister_listener(self._listener)
         if self._arbiter is not None:
@@ -239,6 +239,7 @@ class WorkflowSession(RunSession):
         self.observed += 1
         self.channel_id = envelope.channel_id
         flips: list[Flip] = []
+        put_back: tuple[dict[str, Any], list[str]] = ({}, [])
         try:
             sender = envelope.sender_id
             if envelope.event_type == EV_TEXT and sender not in self._agent_ids:
@@ -255,12 +256,15 @@ class WorkflowSession(RunSession):
                 if state is not None and sets:
                     name = self._name(sender)
                     self.sync(state.context_vars, agent=name, tool=self._tools.get(name))
+                    put_back = self._sync.restore(state.context_vars, self.state)
             elif envelope.event_type == EV_PACKET:
                 self._handoff(envelope)
         except Exception:
             self._failed("a channel envelope")
         if flips:  # a human's text flipped a flag: into context_vars from the next fold on
             await self._post_as(envelope.channel_id, envelope.sender_id, flips)
+        if put_back[0] or put_back[1]:  # the run refused what a tool set: not routed on
+            await self._put_back(envelope.channel_id, envelope.sender_id, *put_back)
 
     async def before_fold(self, envelope: Any) -> None:
         """A human's text, before the graph folds it: a flag it flips goes into
@@ -336,6 +340,28 @@ class WorkflowSession(RunSession):
             await self.hub.post_envelope(envelope)
         except Exception:
             self._failed("posting a flip to the channel")
+
+    async def _put_back(
+        self, channel_id: str, sender: str, sets: dict[str, Any], deletes: list[str]
+    ) -> None:
+        """Write the run's values back into ``context_vars`` where the run refused a tool's
+        ``set_context`` (delete a name the run lacks). Posted from the hub listener inside the
+        tool's own ``set_context`` call, so the graph folds the turn's packet with the run's
+        value: a refused value never routes."""
+        event_data: dict[str, Any] = {"set": sets}
+        if deletes:
+            event_data["delete"] = deletes
+        envelope = Envelope(
+            channel_id=channel_id,
+            sender_id=sender,
+            audience=None,
+            event_type=EV_CONTEXT_SET,
+            event_data=event_data,
+        )
+        try:
+            await self.hub.post_envelope(envelope)
+        except Exception:
+            self._failed("putting the run's value back into the channel")
 
 
 def _flipped(flips: list[Flip]) -> dict[str, Any]:

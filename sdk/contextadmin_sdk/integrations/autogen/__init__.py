@@ -6,8 +6,8 @@
         initiate_group_chat(pattern=pattern, messages="...", max_rounds=20)
     session.context, session.flips, session.run_id, session.completed_overview()
 
-AG2 is an optional extra (``pip install -e ".[autogen]"``); importing this package without it
-raises an ImportError that says so.
+AG2 Classic is an optional extra (``pip install "./sdk[autogen]"``); importing this package
+without it raises an ImportError that says so.
 """
 
 from .session import SUPPORTED_AG2, AG2Session, HandoffRuleError, attach

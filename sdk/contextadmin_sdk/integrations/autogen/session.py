@@ -18,8 +18,8 @@ How the pieces fit:
   events to another agent -> ``handoff`` (with the rule index when one of ours fired); a
   change a tool or reply function made to a declared variable -> ``context_set`` naming the tool
   or agent (a derived flag set to a boolean is a flip), or a ``warning`` when the run may not
-  take it (``contextadmin_sdk.integrations.context_sync``: nothing the chat changes is dropped
-  silently).
+  take it, and the run's value is put back into the chat's context
+  (``contextadmin_sdk.integrations.context_sync``).
 - **Hand-offs.** Each config rule becomes two ``OnContextCondition`` registrations on its
   source agent (see ``handoffs.handoff_register`` for why both).
 """
@@ -53,7 +53,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "contextadmin_sdk.integrations.autogen needs AG2 Classic 0.14.x (autogen>=0.14,<0.15): "
-        'pip install "contextadmin-sdk[autogen]" (from a checkout: "./sdk[autogen]")'
+        'pip install "./sdk[autogen]" from a checkout of contextadmin'
     ) from exc
 
 from .handoffs import fired_rule, handoff_register, handoffs_clear
@@ -288,9 +288,16 @@ class AG2Session(SessionCore):
             data[flip.name] = flip.value
 
     def _sync_context(self, *, agent: str | None = None, tool: str | None = None) -> None:
-        """Report what the chat changed in its own context (tools, reply functions); the chat
-        goes on either way."""
-        self._sync_changes(self.context.data, agent=agent, tool=tool)
+        """Report what the chat changed in its own context (tools, reply functions), and put
+        the run's value back where the run refused the change: AG2 picks the next speaker
+        from this context after the event, and must not route on a value the run does not
+        hold. The chat goes on either way."""
+        data = self.context.data
+        self._sync_changes(data, agent=agent, tool=tool)
+        sets, deletes = self._sync.restore(data, self.state)
+        for name in deletes:
+            data.pop(name, None)
+        data.update(sets)
 
     def _seed_context(self) -> None:
         """Write the run's context into the pattern's own ContextVariables (seed 001)."""
