@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, Unpack
 
 from ag2 import Agent
@@ -79,7 +79,8 @@ def attach(
             )
         names = _participants(hub, workflow, members)
     opened = open_run(config, agents=names, where="the channel", runtime=runtime(), options=options)
-    if names is None:
+    if isinstance(workflow, Agent) or names is None:
+        assert isinstance(workflow, Agent)  # names are the channel's: none for a single agent
         return AgentSession(agent=workflow, opened=opened)
     return WorkflowSession(graph=workflow, hub=hub, agents=members, names=names, opened=opened)
 
@@ -262,9 +263,9 @@ class WorkflowSession(RunSession):
         except Exception:
             self._failed("a channel envelope")
         if flips:  # a human's text flipped a flag: into context_vars from the next fold on
-            await self._post_as(envelope.channel_id, envelope.sender_id, flips)
+            await self._post_as(envelope.channel_id, envelope.sender_id, _flipped(flips))
         if put_back[0] or put_back[1]:  # the run refused what a tool set: not routed on
-            await self._put_back(envelope.channel_id, envelope.sender_id, *put_back)
+            await self._post_as(envelope.channel_id, envelope.sender_id, *put_back)
 
     async def before_fold(self, envelope: Any) -> None:
         """A human's text, before the graph folds it: a flag it flips goes into
@@ -287,7 +288,7 @@ class WorkflowSession(RunSession):
         except Exception:
             self._failed("a human's text")
         if flips:
-            await self._post_as(envelope.channel_id, envelope.sender_id, flips)
+            await self._post_as(envelope.channel_id, envelope.sender_id, _flipped(flips))
 
     def channel_closed(self, reason: str) -> None:
         self.close_reason = reason
@@ -328,29 +329,16 @@ class WorkflowSession(RunSession):
         except Exception:
             self._failed("posting a flip to the channel")
 
-    async def _post_as(self, channel_id: str, sender: str, flips: list[Flip]) -> None:
-        envelope = Envelope(
-            channel_id=channel_id,
-            sender_id=sender,
-            audience=None,
-            event_type=EV_CONTEXT_SET,
-            event_data={"set": _flipped(flips)},
-        )
-        try:
-            await self.hub.post_envelope(envelope)
-        except Exception:
-            self._failed("posting a flip to the channel")
-
-    async def _put_back(
-        self, channel_id: str, sender: str, sets: dict[str, Any], deletes: list[str]
+    async def _post_as(
+        self, channel_id: str, sender: str, sets: dict[str, Any], deletes: Sequence[str] = ()
     ) -> None:
-        """Write the run's values back into ``context_vars`` where the run refused a tool's
-        ``set_context`` (delete a name the run lacks). Posted from the hub listener inside the
-        tool's own ``set_context`` call, so the graph folds the turn's packet with the run's
-        value: a refused value never routes."""
+        """Post an ``EV_CONTEXT_SET`` into the channel as ``sender``: a human's flips, or the
+        run's values where the run refused a tool's ``set_context`` (deleting a name the run
+        lacks). From the hub listener, inside the tool's own ``set_context`` call, so the graph
+        folds the turn's packet with the run's value: a refused value never routes."""
         event_data: dict[str, Any] = {"set": sets}
         if deletes:
-            event_data["delete"] = deletes
+            event_data["delete"] = list(deletes)
         envelope = Envelope(
             channel_id=channel_id,
             sender_id=sender,
@@ -361,7 +349,7 @@ class WorkflowSession(RunSession):
         try:
             await self.hub.post_envelope(envelope)
         except Exception:
-            self._failed("putting the run's value back into the channel")
+            self._failed("posting the run's values to the channel")
 
 
 def _flipped(flips: list[Flip]) -> dict[str, Any]:
