@@ -93,7 +93,7 @@ def test_simulate_run_replays_generator_script_into_generator_and_ends_it(
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("ag2") is None, reason='demo_ag2 needs the extra ".[ag2]" (AG2 1.x)'
+    importlib.util.find_spec("ag2") is None, reason='needs AG2 1.x: pip install "./sdk[ag2]"'
 )
 def test_demo_ag2_runs_the_workflow_demo_setup_imported_to_completed(
     newcomer: tuple[LiveServer, str], tmp_path: Path

@@ -36,19 +36,19 @@ def test_bench_without_the_ag2_extras_skips_b9_naming_the_extra_and_writes_the_r
     lines = done.stdout.splitlines()
     (b9,) = [line for line in lines if line.startswith("B9  ")]
     assert "skipped: AG2 Classic is not installed here" in b9
-    assert 'pip install -e ".[autogen]"' in b9
+    assert 'pip install "./sdk[autogen]"' in b9
     (b7,) = [line for line in lines if line.startswith("B7  ")]
     assert "MET" in b7 or "MISSED" in b7  # measured as usual
     table = output.read_text()
     row = next(line for line in table.splitlines() if line.startswith("| B7 |"))  # this run's
     assert "**met**" in row or "**missed**" in row
-    assert '| B9 | ' in table and 'pip install -e ".[autogen]"' in table
+    assert '| B9 | ' in table and 'pip install "./sdk[autogen]"' in table
 
 
 def test_the_extras_are_named_as_pyproject_declares_them():
     from bench.__main__ import EXTRAS
 
-    pyproject = (PROJECT / "pyproject.toml").read_text()
+    pyproject = (PROJECT / "sdk" / "pyproject.toml").read_text()  # the SDK's extras
     for module, (_, install) in EXTRAS.items():
-        extra = install.split('".[')[1].split("]")[0]
+        extra = install.split('"./sdk[')[1].split("]")[0]
         assert extra == module and f"\n{extra} = [" in pyproject, (module, install)

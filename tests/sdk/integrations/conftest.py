@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("autogen", reason='AG2 is the optional extra: pip install -e ".[autogen]"')
+pytest.importorskip("autogen", reason='AG2 Classic: pip install "./sdk[autogen]"')
 
 from autogen.io import IOStream
 
