@@ -34,6 +34,7 @@ from ag2.network import (
     LimitsBlock,
     LocalLink,
     Passport,
+    ProtocolError,
     Rule,
 )
 from ag2.testing import TestConfig
@@ -176,7 +177,10 @@ class ScriptedHuman:
         if self.delay > 0:
             await asyncio.sleep(self.delay)
         answer = self.answers.popleft() if self.answers else self.after
-        await self.human.send(envelope.channel_id, answer)
+        try:
+            await self.human.send(envelope.channel_id, answer)
+        except ProtocolError:  # the channel closed while it answered: the conversation is over
+            return
 
 
 async def run_workflow(
