@@ -12,7 +12,7 @@ from runs.messages import Message, event_message, handoffs_now, snapshot_message
 from runs.models import Run, RunEvent
 from runs.selectors.run import run_get, run_summary
 from runs.selectors.runs_list import run_last_event_at
-from runs.state import run_config, run_state_at, run_state_rebuilt
+from runs.state import run_config, run_state_at, run_state_rebuilt, stored_state_seq
 
 CATCH_UP_CHUNK = 500
 WARNINGS_SHOWN = 1000  # the run page's "show all warnings" lists at most the latest this many
@@ -54,10 +54,14 @@ def run_event_messages(
 
 
 def run_warning_count(*, run: Run) -> int:
-    """How many ``warning`` events the run has had: ``execution.warnings`` after its last event
-    (``run.state`` may be up to ``STATE_WRITE_EVERY`` events behind the log: replayed to it)."""
-    execution = run_state_at(run=run).state.get("execution") or {}
-    return int(execution.get("warnings", 0))
+    """How many ``warning`` events the run has had: ``execution.warnings`` of ``run.state``
+    plus the warnings logged after it (the stored state may be up to ``STATE_WRITE_EVERY``
+    events behind the log: counted there, not replayed, on every page load)."""
+    stored = int((run.state.get("execution") or {}).get("warnings", 0))
+    after = stored_state_seq(run.state)
+    if after >= run.last_seq:
+        return stored
+    return stored + RunEvent.objects.filter(run_id=run.pk, seq__gt=after, type="warning").count()
 
 
 def run_warnings(*, run: Run, limit: int = WARNINGS_SHOWN) -> dict[str, Any]:

@@ -199,12 +199,7 @@ class BackgroundSender:
                 self.spool_path.unlink(missing_ok=True)
         if not delivered:
             unsent = self.last_enqueued - self.reporter.last_acked_seq
-            where = spool_kept(self.spool_path) if self.spool_path else "lost"
-            if self.spool_path and self.ended:  # an ended run cannot be resumed: deliver it
-                where = (
-                    f"kept in {self.spool_path}: deliver them with "
-                    f"python -m contextadmin_sdk.client deliver {self.spool_path}"
-                )
+            where = spool_kept(self.spool_path, ended=self.ended) if self.spool_path else "lost"
             if self.start_refused is not None:  # its one error named the cause and the fix
                 logger.warning(
                     "run %s: %d events not sent, its start was refused (%s)",

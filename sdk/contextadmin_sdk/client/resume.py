@@ -63,12 +63,11 @@ def spool_read(path: Path | None) -> Spool:
     return spool
 
 
-def spool_kept(path: Path) -> str:
-    """Where a run's unsent events wait, and the documented ways to deliver them."""
-    return (
-        f"kept in {path}: deliver them with python -m contextadmin_sdk.client deliver {path}, "
-        "or resume the run (the same spool_dir and run_id)"
-    )
+def spool_kept(path: Path, *, ended: bool = False) -> str:
+    """Where a run's unsent events wait, and the documented ways to deliver them (an ended run
+    cannot be resumed: only ``deliver``)."""
+    deliver = f"kept in {path}: deliver them with python -m contextadmin_sdk.client deliver {path}"
+    return deliver if ended else f"{deliver}, or resume the run (the same spool_dir and run_id)"
 
 
 def delivery_message(*, resumed: Resumed, delivered: bool) -> str:

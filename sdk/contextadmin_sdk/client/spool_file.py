@@ -109,7 +109,7 @@ class SpoolFile:
                 "run %s: could not write the spool %s (%s): its later events are kept in "
                 "memory only",
                 run_id,
-                getattr(self, "path", "?"),
+                self.path,
                 self.broken,
             )
             return False
