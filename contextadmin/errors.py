@@ -16,6 +16,12 @@ class ApiError(Exception):
 
     status = 400
 
+    def __init_subclass__(cls, *, status: int | None = None, **kwargs: Any) -> None:
+        """Each kind of error gives its status in its class line: ``(ApiError, status=409)``."""
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
+
     def __init__(self, message: str, *, status: int | None = None, **extra: Any) -> None:
         super().__init__(message)
         self.message = message
@@ -33,37 +39,27 @@ class ApiError(Exception):
         return {}
 
 
-class BadRequest(ApiError):
+class BadRequest(ApiError, status=400):
     """The request names a field it got wrong: a value, a type, a missing key."""
 
-    status = 400
 
-
-class Unauthorized(ApiError):
+class Unauthorized(ApiError, status=401):
     """No token, or one that is not known or was revoked: the client may retry with a good one."""
-
-    status = 401
 
     def headers(self) -> dict[str, str]:
         return {**super().headers(), "WWW-Authenticate": AUTHENTICATE_CHALLENGE}
 
 
-class Forbidden(ApiError):
+class Forbidden(ApiError, status=403):
     """Known, but not allowed: a session without staff, a token scoped to another workflow."""
 
-    status = 403
 
-
-class NotFound(ApiError):
+class NotFound(ApiError, status=404):
     """No such workflow, version or run (or one the caller may not see)."""
 
-    status = 404
 
-
-class MethodNotAllowed(ApiError):
+class MethodNotAllowed(ApiError, status=405):
     """The path exists; the method does not: the ``Allow`` header lists those that do."""
-
-    status = 405
 
     def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
         super().__init__(f"method {method} not allowed: use {' or '.join(allowed)}")
@@ -73,29 +69,21 @@ class MethodNotAllowed(ApiError):
         return {**super().headers(), "Allow": ", ".join(self.allowed)}
 
 
-class Conflict(ApiError):
+class Conflict(ApiError, status=409):
     """Valid alone, but not now: a seq gap, an ended run, a name taken, a pinned version."""
 
-    status = 409
 
-
-class TooLarge(ApiError):
+class TooLarge(ApiError, status=413):
     """Past a size limit (a body, the pinned definitions): the message gives the limit."""
 
-    status = 413
 
-
-class RateLimited(ApiError):
+class RateLimited(ApiError, status=429):
     """Past a token's rate (``Retry-After`` says when), running runs or open sockets."""
 
-    status = 429
 
-
-class Overloaded(ApiError):
+class Overloaded(ApiError, status=503):
     """The server is behind (runs/shedding.py): retry after ``Retry-After`` seconds; nothing
     was stored."""
-
-    status = 503
 
 
 def json_response(data: Any, *, status: int = 200) -> HttpResponse:

@@ -2,12 +2,13 @@
 and seed 004's output mappings.
 
 The rows mirror ``context_variables.json`` (sdk/contextadmin_sdk/engine/format/); ``specs.py``
-translates
-between the two. Which values are valid is decided by the schema alone, so the model fields
-only carry sizes and vocabularies.
+translates between the two. Which values are valid is decided by the schema alone, so the model
+fields only carry sizes and vocabularies.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import reversion
 from contextadmin_sdk.engine import format as fmt
@@ -16,6 +17,12 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
+
+
+def _optional_link(field: type[models.ForeignKey], to: str, **options: Any) -> Any:
+    """A link whose target may be deleted later: the link empties and this row stays."""
+    return field(to, on_delete=models.SET_NULL, null=True, blank=True, **options)
+
 
 WORKFLOW_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,99}$"
 workflow_name_validator = RegexValidator(
@@ -35,13 +42,8 @@ class Workflow(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     # What deployment pipelines and new runs get (null: never published).
-    published_version = models.ForeignKey(
-        "WorkflowVersion",
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        editable=False,
+    published_version = _optional_link(
+        models.ForeignKey, "WorkflowVersion", related_name="+", editable=False
     )
 
     class Meta:
@@ -233,14 +235,6 @@ class VersionAction(models.TextChoices):
     UPGRADE = "upgrade", "recorded at upgrade"
 
 
-def _user_field() -> models.ForeignKey:
-    """Who acted on a version: a user who may be deleted later, so the ``*_name`` field beside
-    it keeps the name."""
-    return models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-
-
 class WorkflowVersion(models.Model):
     """One numbered version of a workflow's definitions: who, when, why, and its export.
 
@@ -252,16 +246,13 @@ class WorkflowVersion(models.Model):
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    revision = models.OneToOneField(
-        "reversion.Revision",
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="workflow_version",
+    revision = _optional_link(
+        models.OneToOneField, "reversion.Revision", related_name="workflow_version"
     )
     action = models.CharField(max_length=16, choices=VersionAction.choices)
-    author = _user_field()
-    # Kept when the user is deleted; "command line" for imports without a user.
+    # Who acted: a user who may be deleted later, so the ``*_name`` field beside it keeps the
+    # name ("command line" for imports without a user).
+    author = _optional_link(models.ForeignKey, settings.AUTH_USER_MODEL, related_name="+")
     author_name = models.CharField(max_length=150, blank=True)
     created = models.DateTimeField(default=timezone.now, db_index=True)
     comment = models.TextField(blank=True)
@@ -269,7 +260,7 @@ class WorkflowVersion(models.Model):
     export = models.TextField(help_text="The canonical context_variables.json of this version.")
     export_production = models.TextField(help_text="The same for environment=production.")
     digest = models.CharField(max_length=64, help_text="SHA-256 of the export.")
-    approved_by = _user_field()
+    approved_by = _optional_link(models.ForeignKey, settings.AUTH_USER_MODEL, related_name="+")
     approved_by_name = models.CharField(max_length=150, blank=True)
     approved_at = models.DateTimeField(null=True, blank=True)
     approval_comment = models.TextField(blank=True)

@@ -297,11 +297,7 @@ def workflow_import(
         workflow.variables.all().delete()
     _definitions_create(workflow=workflow, config=parsed.config)
     version = workflow_version_record(
-        workflow=workflow,
-        user=user,
-        action=action,
-        comment=comment,
-        reverted_from=reverted_from,
+        workflow=workflow, user=user, action=action, comment=comment, reverted_from=reverted_from
     )
     return ImportResult(
         warnings=result.warnings, diff=diff, created=result.created, version=version

@@ -48,37 +48,9 @@ def _server_setting_check(*, names: Iterable[str]) -> None:
         )
 
 
-env = ServerEnv(
-    DJANGO_DEBUG=(bool, True),
-    DJANGO_ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
-    DJANGO_CSRF_TRUSTED_ORIGINS=(list, []),
-    DJANGO_LOG_LEVEL=(str, "INFO"),
-    ENVIRONMENT=(str, "development"),
-    CONTEXT_INCLUDE_SCHEMA=(str, ""),
-    CONTEXT_VERBOSE_DEBUG=(bool, False),
-    MONGODB_URI=(str, ""),
-    MONGODB_TIMEOUT_MS=(int, 2000),
-    REDIS_URL=(str, ""),
-    API_MAX_BODY_BYTES=(int, 1_048_576),
-    API_MAX_EVENTS_PER_BATCH=(int, 1000),
-    API_MAX_RUNNING_RUNS_PER_TOKEN=(int, 1000),
-    API_MAX_SOCKETS_PER_TOKEN=(int, 200),
-    API_RATE_LIMIT_PER_MINUTE=(int, 60_000),
-    API_EVENTS_SHED_AFTER_S=(float, 2.0),
-    RUNS_STALE_AFTER_S=(int, 300),
-    RUNS_RETENTION_DAYS=(int, 30),
-    WEBHOOKS_ALLOW_HTTP=(bool, False),
-    WEBHOOKS_ALLOW_PRIVATE=(bool, False),
-    WEBHOOKS_CONNECT_TIMEOUT_S=(float, 5.0),
-    WEBHOOKS_READ_TIMEOUT_S=(float, 10.0),
-    WEBHOOKS_BACKOFF_BASE_S=(float, 5.0),
-    WEBHOOKS_RETRY_FOR_S=(float, 86_400.0),
-    WEBHOOKS_TICK_S=(float, 10.0),
-    WEBHOOKS_DISABLE_AFTER_DAYS=(int, 5),
-    WEBHOOKS_SITE_URL=(str, "http://127.0.0.1:8000"),
-)
+env = ServerEnv()
 
-DEBUG = env("DJANGO_DEBUG")
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
 SECRET_KEY = env(
     "DJANGO_SECRET_KEY",
     default=(
@@ -87,8 +59,10 @@ SECRET_KEY = env(
         else environ.Env.NOTSET
     ),
 )
-ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS")
-CSRF_TRUSTED_ORIGINS = env("DJANGO_CSRF_TRUSTED_ORIGINS")
+ALLOWED_HOSTS = env.list(
+    "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"]
+)
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",  # first, so runserver serves ASGI too
@@ -176,7 +150,7 @@ else:  # DATABASE_POOL=0: Django's persistent connections, one per thread
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = env("REDIS_URL")
+REDIS_URL = env.str("REDIS_URL", default="")
 # Messages a channel may hold before the layer drops more: bounds a stalled inspector's memory
 # (the in-memory and the "lists" layer). A dropped message costs nothing lasting: inspectors
 # refill gaps from the log by seq.
@@ -240,46 +214,50 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 LOGIN_URL = "admin:login"
 
 # Size limits (documented in docs/reliability.md).
-DATA_UPLOAD_MAX_MEMORY_SIZE = env("API_MAX_BODY_BYTES")
-FILE_UPLOAD_MAX_MEMORY_SIZE = env("API_MAX_BODY_BYTES")
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1_048_576)
+DATA_UPLOAD_MAX_MEMORY_SIZE = FILE_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 # A workflow page posts ~10 fields per variable; the byte limit above still bounds the request.
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 100_000
-API_MAX_EVENTS_PER_BATCH = env("API_MAX_EVENTS_PER_BATCH")
+API_MAX_EVENTS_PER_BATCH = env.int("API_MAX_EVENTS_PER_BATCH", default=1000)
 # Per API token (0 disables each): runs not yet ended, open ingest sockets per Daphne process,
 # and a token bucket of requests (HTTP API calls and socket connects), shared through Redis
 # when REDIS_URL is set (runs/ratelimit.py).
-API_MAX_RUNNING_RUNS_PER_TOKEN = env("API_MAX_RUNNING_RUNS_PER_TOKEN")
-API_MAX_SOCKETS_PER_TOKEN = env("API_MAX_SOCKETS_PER_TOKEN")
-API_RATE_LIMIT_PER_MINUTE = env("API_RATE_LIMIT_PER_MINUTE")
+API_MAX_RUNNING_RUNS_PER_TOKEN = env.int("API_MAX_RUNNING_RUNS_PER_TOKEN", default=1000)
+API_MAX_SOCKETS_PER_TOKEN = env.int("API_MAX_SOCKETS_PER_TOKEN", default=200)
+API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=60_000)
 # An events POST is refused (503, Retry-After) while the oldest POST this process holds has
 # waited longer than this, so an overload sheds requests instead of queueing past the
 # runtimes' timeouts (runs/shedding.py; 0 never sheds).
-API_EVENTS_SHED_AFTER_S = env("API_EVENTS_SHED_AFTER_S")
+API_EVENTS_SHED_AFTER_S = env.float("API_EVENTS_SHED_AFTER_S", default=2.0)
 
 # Runs: a running run with no event for this many seconds shows as stale (the inspector);
 # prune_runs deletes ended runs older than this many days unless --older-than says otherwise.
-RUNS_STALE_AFTER_S = env("RUNS_STALE_AFTER_S")
-RUNS_RETENTION_DAYS = env("RUNS_RETENTION_DAYS")
+RUNS_STALE_AFTER_S = env.int("RUNS_STALE_AFTER_S", default=300)
+RUNS_RETENTION_DAYS = env.int("RUNS_RETENTION_DAYS", default=30)
 
 # Webhooks (docs/webhooks.md): sent by `manage.py db_worker` processes (django-tasks with its
 # database backend: the task queue is a table of the same database, no new server).
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
-WEBHOOKS_ALLOW_HTTP = env("WEBHOOKS_ALLOW_HTTP")  # plain http:// URLs (https only by default)
-WEBHOOKS_ALLOW_PRIVATE = env("WEBHOOKS_ALLOW_PRIVATE")  # loopback, private, link-local targets
-WEBHOOKS_CONNECT_TIMEOUT_S = env("WEBHOOKS_CONNECT_TIMEOUT_S")
-WEBHOOKS_READ_TIMEOUT_S = env("WEBHOOKS_READ_TIMEOUT_S")
-WEBHOOKS_BACKOFF_BASE_S = env("WEBHOOKS_BACKOFF_BASE_S")  # first retry's delay; x4 each time
-WEBHOOKS_RETRY_FOR_S = env("WEBHOOKS_RETRY_FOR_S")  # then the delivery is failed
-WEBHOOKS_TICK_S = env("WEBHOOKS_TICK_S")  # the periodic task: stale runs, missed deliveries
-WEBHOOKS_DISABLE_AFTER_DAYS = env("WEBHOOKS_DISABLE_AFTER_DAYS")  # failing this long: off
-WEBHOOKS_SITE_URL = env("WEBHOOKS_SITE_URL").rstrip("/")  # payload links to run pages
+# Targets: https only, and no loopback, private or link-local address, unless allowed.
+WEBHOOKS_ALLOW_HTTP = env.bool("WEBHOOKS_ALLOW_HTTP", default=False)
+WEBHOOKS_ALLOW_PRIVATE = env.bool("WEBHOOKS_ALLOW_PRIVATE", default=False)
+WEBHOOKS_CONNECT_TIMEOUT_S = env.float("WEBHOOKS_CONNECT_TIMEOUT_S", default=5.0)
+WEBHOOKS_READ_TIMEOUT_S = env.float("WEBHOOKS_READ_TIMEOUT_S", default=10.0)
+# Retries: the first after this delay, x4 each time, until RETRY_FOR_S; then the delivery fails.
+WEBHOOKS_BACKOFF_BASE_S = env.float("WEBHOOKS_BACKOFF_BASE_S", default=5.0)
+WEBHOOKS_RETRY_FOR_S = env.float("WEBHOOKS_RETRY_FOR_S", default=86_400.0)
+# The periodic task (stale runs, missed deliveries); a subscription failing this long: off.
+WEBHOOKS_TICK_S = env.float("WEBHOOKS_TICK_S", default=10.0)
+WEBHOOKS_DISABLE_AFTER_DAYS = env.int("WEBHOOKS_DISABLE_AFTER_DAYS", default=5)
+# Payload links to run pages start with this.
+WEBHOOKS_SITE_URL = env.str("WEBHOOKS_SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 # The context engine's inputs (seed 000 "Runtime Loading").
-ENVIRONMENT = env("ENVIRONMENT")
-CONTEXT_INCLUDE_SCHEMA = env("CONTEXT_INCLUDE_SCHEMA")
-CONTEXT_VERBOSE_DEBUG = env("CONTEXT_VERBOSE_DEBUG")
-MONGODB_URI = env("MONGODB_URI")
-MONGODB_TIMEOUT_MS = env("MONGODB_TIMEOUT_MS")
+ENVIRONMENT = env.str("ENVIRONMENT", default="development")
+CONTEXT_INCLUDE_SCHEMA = env.str("CONTEXT_INCLUDE_SCHEMA", default="")
+CONTEXT_VERBOSE_DEBUG = env.bool("CONTEXT_VERBOSE_DEBUG", default=False)
+MONGODB_URI = env.str("MONGODB_URI", default="")
+MONGODB_TIMEOUT_MS = env.int("MONGODB_TIMEOUT_MS", default=2000)
 
 # Publish with review (docs/versions.md): "off" publishes every save at once; "on" keeps a save
 # a draft until a different staff user approves it.
@@ -304,6 +282,7 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+_log_level = env.str("DJANGO_LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -313,8 +292,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "django.request": {"filters": ["shed_requests"]},
-        "contextadmin": {"level": env("DJANGO_LOG_LEVEL")},
-        "runs": {"level": env("DJANGO_LOG_LEVEL")},
-        "contextadmin_sdk": {"level": env("DJANGO_LOG_LEVEL")},
+        "contextadmin": {"level": _log_level},
+        "runs": {"level": _log_level},
+        "contextadmin_sdk": {"level": _log_level},
     },
 }

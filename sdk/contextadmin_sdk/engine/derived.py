@@ -21,7 +21,7 @@ from . import format as fmt
 from .arguments import require_mapping
 from .config import ConfigInput, load_config
 from .events import event_sender
-from .log import logger, preview
+from .log import logger, preview, replaying_now
 
 __all__ = [
     "TRIGGER_LOADERS",
@@ -62,7 +62,14 @@ class Flip:
 class DerivedTrigger(ABC):
     """One trigger: knows the events it listens to and whether an event satisfies it."""
 
-    event_type: ClassVar[str]
+    event_type: ClassVar[str]  # the events it listens to
+    key_field: ClassVar[str]  # the field naming the agent or tool whose events can match
+
+    def __init_subclass__(cls, *, event_type: str, key_field: str, **kwargs: Any) -> None:
+        """Each trigger names what it listens to in its class line."""
+        super().__init_subclass__(**kwargs)
+        cls.event_type = event_type
+        cls.key_field = key_field
 
     @classmethod
     @abstractmethod
@@ -70,9 +77,9 @@ class DerivedTrigger(ABC):
         """Build the trigger from its validated ``contextadmin_sdk.engine.format`` model."""
 
     @property
-    @abstractmethod
     def key(self) -> str:
         """The agent or tool whose events can match (the index key)."""
+        return str(getattr(self, self.key_field))
 
     @abstractmethod
     def matches(self, event: Mapping[str, Any], *, turn_counts: Mapping[str, int]) -> bool:
@@ -84,10 +91,9 @@ class DerivedTrigger(ABC):
 
 
 @dataclass(frozen=True)
-class AgentTextTrigger(DerivedTrigger):
+class AgentTextTrigger(DerivedTrigger, event_type="agent_text", key_field="agent"):
     """``agent`` emitted text equal to ``equals`` (trimmed, any case, unless ``match`` says so)."""
 
-    event_type: ClassVar[str] = "agent_text"
     agent: str
     equals: str
     case_sensitive: bool = False
@@ -96,10 +102,6 @@ class AgentTextTrigger(DerivedTrigger):
     @classmethod
     def from_spec(cls, spec: fmt.AgentTextTrigger) -> AgentTextTrigger:
         return cls(spec.agent, spec.match.equals, spec.match.case_sensitive, spec.match.trim)
-
-    @property
-    def key(self) -> str:
-        return self.agent
 
     def _normal(self, text: str) -> str:
         if self.trim:
@@ -118,20 +120,15 @@ class AgentTextTrigger(DerivedTrigger):
 
 
 @dataclass(frozen=True)
-class AgentTurnCountTrigger(DerivedTrigger):
+class AgentTurnCountTrigger(DerivedTrigger, event_type="agent_text", key_field="agent"):
     """``agent`` has emitted at least ``count`` agent_text messages."""
 
-    event_type: ClassVar[str] = "agent_text"
     agent: str
     count: int
 
     @classmethod
     def from_spec(cls, spec: fmt.AgentTurnCountTrigger) -> AgentTurnCountTrigger:
         return cls(spec.agent, spec.count)
-
-    @property
-    def key(self) -> str:
-        return self.agent
 
     def matches(self, event: Mapping[str, Any], *, turn_counts: Mapping[str, int]) -> bool:
         return turn_counts.get(self.agent, 0) >= self.count
@@ -141,20 +138,15 @@ class AgentTurnCountTrigger(DerivedTrigger):
 
 
 @dataclass(frozen=True)
-class ToolResponseTrigger(DerivedTrigger):
+class ToolResponseTrigger(DerivedTrigger, event_type="tool_response", key_field="tool"):
     """``tool`` responded (with ``status``, when one is configured)."""
 
-    event_type: ClassVar[str] = "tool_response"
     tool: str
     status: str | None = None
 
     @classmethod
     def from_spec(cls, spec: fmt.ToolResponseTrigger) -> ToolResponseTrigger:
         return cls(spec.tool, spec.status)
-
-    @property
-    def key(self) -> str:
-        return self.tool
 
     def matches(self, event: Mapping[str, Any], *, turn_counts: Mapping[str, int]) -> bool:
         return self.status is None or event.get("status") == self.status
@@ -249,5 +241,6 @@ class DerivedContextManager:
                 values[name] = True
                 flip = Flip(name, True, index, trigger.cause(event, turn_counts=turn_counts))
                 flips.append(flip)
-                logger.info("derived %s flipped to true by %s", name, preview(flip.cause))
+                if not replaying_now():  # a replayed flip happened before: logged back then
+                    logger.info("derived %s flipped to true by %s", name, preview(flip.cause))
         return flips

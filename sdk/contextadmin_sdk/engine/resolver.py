@@ -36,6 +36,9 @@ from .format import (
 )
 from .paths import drill
 
+# A mapping from names to values: a run's variables, node outputs or namespaces.
+Values = Mapping[str, Any]
+
 __all__ = [
     "LintIssue",
     "Resolution",
@@ -96,9 +99,9 @@ def _render(value: Any) -> str | None:
 
 def _lookup(
     reference: str,
-    variables: Mapping[str, Any],
-    node_outputs: Mapping[str, Any],
-    namespaces: Mapping[str, Any] | None = None,
+    variables: Values,
+    node_outputs: Values,
+    namespaces: Values | None = None,
 ) -> str | None:
     """The rendered value of a reference (seed 004's namespaces when given, then seed 002:
     globals first, then nodes), or None."""
@@ -144,10 +147,10 @@ def _scan(template: str) -> Iterator[tuple[int, int, str]]:
 
 def _resolve_into(
     template: str,
-    variables: Mapping[str, Any],
-    node_outputs: Mapping[str, Any],
+    variables: Values,
+    node_outputs: Values,
     unresolved: dict[str, None],
-    namespaces: Mapping[str, Any] | None = None,
+    namespaces: Values | None = None,
 ) -> str:
     pieces: list[str] = []
     done = 0
@@ -174,11 +177,7 @@ def _require_sources(variables: Any, node_outputs: Any, namespaces: Any) -> None
 
 
 def resolve(
-    template: str,
-    *,
-    variables: Mapping[str, Any],
-    node_outputs: Mapping[str, Any],
-    namespaces: Mapping[str, Any] | None = None,
+    template: str, *, variables: Values, node_outputs: Values, namespaces: Values | None = None
 ) -> Resolution:
     """Resolve every ``{{reference}}`` in a string (seed 002 "Resolution Algorithm"); with a
     run's ``namespaces``, ``{{agent.…}}`` and ``{{world.…}}`` too (seed 004)."""
@@ -190,11 +189,7 @@ def resolve(
 
 
 def resolve_json(
-    obj: Any,
-    *,
-    variables: Mapping[str, Any],
-    node_outputs: Mapping[str, Any],
-    namespaces: Mapping[str, Any] | None = None,
+    obj: Any, *, variables: Values, node_outputs: Values, namespaces: Values | None = None
 ) -> Resolution:
     """Resolve every string inside a JSON tree (tool bodies, headers); keys stay as they are.
 
@@ -299,7 +294,8 @@ def lint_templates(
     known = set(parsed.categories()) | RESERVED_NAMES | set(BASE_FLAGS)
     written = {output.to for output in parsed.outputs}
     above_written = {  # every path with a mapped path below it (agent, agent.intermediate...)
-        ".".join(parts[:n]) for parts in (to.split(".") for to in written)
+        ".".join(parts[:n])
+        for parts in (to.split(".") for to in written)
         for n in range(1, len(parts))
     }
     node_names = set(nodes)
@@ -317,25 +313,17 @@ def lint_templates(
             if reference in seen:
                 continue
             if name in OUTPUT_NAMESPACES:
-                if _mapped(reference, written, above_written):
-                    continue
+                mapped = _mapped(reference, written, above_written)
+                problem = None if mapped else f"no output mapping writes {reference}"
+            elif name in known or name in node_names:
+                problem = None
+            else:
+                problem = f"no variable or node named {name}"
+            if problem is not None:
                 seen.add(reference)
-                issues.append(LintIssue(
-                    str(location),
-                    reference,
-                    f"{{{{{reference}}}}}: no output mapping writes {reference}",
-                ))
-                continue
-            if name in known or name in node_names:
-                continue
-            seen.add(reference)
-            issues.append(
-                LintIssue(
-                    str(location),
-                    reference,
-                    f"{{{{{reference}}}}}: no variable or node named {name}",
+                issues.append(
+                    LintIssue(str(location), reference, f"{{{{{reference}}}}}: {problem}")
                 )
-            )
     return issues
 
 
