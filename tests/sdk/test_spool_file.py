@@ -183,6 +183,18 @@ def test_an_open_spool_is_refused_to_a_second_writer_until_it_is_closed(tmp_path
     assert seqs(path) == [1, 2]
 
 
+def test_a_live_spool_is_locked_against_the_flock_check_the_docs_give(tmp_path):
+    """docs/ag2.md: a tool of the user's must not touch a live spool, and ``flock --nonblock
+    FILE true`` tells it so (the runtime's ``flock`` is the one flock(1) takes)."""
+    path = tmp_path / "run.jsonl"
+    spool = SpoolFile(path, append=False)
+    spool.write(line(1))
+    check = ["flock", "--nonblock", str(path), "true"]
+    assert subprocess.run(check, check=False).returncode != 0
+    spool.close()
+    assert subprocess.run(check, check=False).returncode == 0
+
+
 LIVE_WRITER = textwrap.dedent(
     """
     import json, sys, time
