@@ -259,7 +259,11 @@ class WorkflowVersion(models.Model):
     reverted_from = models.PositiveIntegerField(null=True, blank=True)
     export = models.TextField(help_text="The canonical context_variables.json of this version.")
     export_production = models.TextField(help_text="The same for environment=production.")
-    digest = models.CharField(max_length=64, help_text="SHA-256 of the export.")
+    # Indexed: a run start finds the version a runtime's definitions are by these digests.
+    digest = models.CharField(max_length=64, db_index=True, help_text="SHA-256 of the export.")
+    digest_production = models.CharField(
+        max_length=64, db_index=True, help_text="SHA-256 of the production export."
+    )
     approved_by = _optional_link(models.ForeignKey, settings.AUTH_USER_MODEL, related_name="+")
     approved_by_name = models.CharField(max_length=150, blank=True)
     approved_at = models.DateTimeField(null=True, blank=True)

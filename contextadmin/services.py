@@ -153,6 +153,7 @@ def workflow_version_record(
             export=export,
             export_production=production,
             digest=hashlib.sha256(export.encode("utf-8")).hexdigest(),
+            digest_production=hashlib.sha256(production.encode("utf-8")).hexdigest(),
         )
     version = WorkflowVersion.objects.get(workflow=workflow, number=number)
     if not review_required():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextadmin_sdk.engine import event_sender
+from contextadmin_sdk.engine import event_sender, replaying
 
 from runs.messages import Message, event_message, handoffs_now, snapshot_message
 from runs.models import Run, RunEvent
@@ -44,12 +44,14 @@ def run_event_messages(
     config = run_config(run)
     state = run_state_rebuilt(run=run, seq=after)
     messages = []
-    for event in events:
-        state.apply(event.payload)
-        handoffs = handoffs_now(config, state.context)
-        text = event_message(seq=event.seq, event=event.payload, result=event.result,
-                             handoffs=handoffs)
-        messages.append((event.seq, text))
+    with replaying():  # stored events: their flips were logged when ingested
+        for event in events:
+            state.apply(event.payload)
+            handoffs = handoffs_now(config, state.context)
+            text = event_message(
+                seq=event.seq, event=event.payload, result=event.result, handoffs=handoffs
+            )
+            messages.append((event.seq, text))
     return messages
 
 

@@ -109,7 +109,7 @@ def run_start(
             )
 
     _token_runs_check(token)
-    pinned = definitions_pin(workflow=workflow, definitions=definitions)
+    pinned = definitions_pin(workflow=workflow, definitions=definitions, token=token)
     config = pinned.config
     try:
         if context is None:

@@ -7,6 +7,12 @@ which the server computes itself); definitions it has never seen (a local edit, 
 server's export) are kept with the run as "not published here". A run is never refused because
 a newer version was published since: its context is judged by the definitions it pinned.
 Without ``definitions`` the run pins the version published now.
+
+The file names no workflow (docs/format.md): what identifies definitions is their digest. So
+definitions that are none of this workflow's versions but are a version of *another* workflow
+here (its export or production export, by digest) are that workflow's, sent under the wrong
+name, and are refused (400 naming ``definitions``), rather than pinned as "not published here,
+edited from version N" of a workflow they never came from (docs/api.md).
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ from contextadmin_sdk.engine.format import (
     export_digest,
     parse_config,
 )
+from django.db.models import Q
 
 from contextadmin.errors import BadRequest, Conflict, TooLarge
 from contextadmin.models import Workflow, WorkflowVersion
 from contextadmin.selectors import VersionNotFound, workflow_published_config
-from runs.models import Run
+from runs.models import ApiToken, Run
+from runs.tokens import token_sees_workflow
 
 __all__ = ["DEFINITIONS_MAX_BYTES", "PinnedDefinitions", "definitions_pin", "runtime_check"]
 
@@ -43,6 +51,7 @@ RUNTIME_VALUE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 RUNTIME_RULE = (
     f"1-{RUNTIME_VALUE_MAX_CHARS} characters of letters, digits, '.', '_', '+' and '-'"
 )
+EMPTY_DIGEST = export_digest(config_export_bytes(ContextVariablesFile()))  # identifies nothing
 
 
 @dataclass(frozen=True)
@@ -118,14 +127,18 @@ def definitions_check(definitions: Any) -> None:
         _reference_parse(definitions)
 
 
-def definitions_pin(*, workflow: Workflow, definitions: Any) -> PinnedDefinitions:
-    """Return what a new run of ``workflow`` is pinned to (``definitions`` checked already)."""
+def definitions_pin(
+    *, workflow: Workflow, definitions: Any, token: ApiToken | None = None
+) -> PinnedDefinitions:
+    """Return what a new run of ``workflow`` is pinned to (``definitions`` checked already);
+    definitions of another workflow are refused, named only when ``token`` may see it."""
     if definitions is None:
         return _published(workflow)
     if definitions and set(definitions) <= REFERENCE_KEYS:
         number, digest = _reference_parse(definitions)
         found = _version_find(workflow=workflow, number=number, digest=digest)
         if found is None:
+            _foreign_refuse(workflow=workflow, digest=digest, token=token)
             known = f"version {number}" if number is not None else "no version"
             raise Conflict(
                 f"definitions: {workflow.name} has {known} with "
@@ -157,7 +170,44 @@ def definitions_pin(*, workflow: Workflow, definitions: Any) -> PinnedDefinition
             return PinnedDefinitions(
                 config, body, None, Run.DefinitionsSource.VERSION, declared=declared
             )
+    _foreign_refuse(workflow=workflow, digest=digest, token=token)
     return PinnedDefinitions(config, body, None, Run.DefinitionsSource.RUNTIME, declared=declared)
+
+
+def _foreign_refuse(*, workflow: Workflow, digest: str | None, token: ApiToken | None) -> None:
+    """Refuse definitions that are none of ``workflow``'s versions but are another workflow's
+    (its export or production export, by digest): the runtime named the wrong workflow. Empty
+    definitions identify no workflow. A token scoped to ``workflow`` is not told the other's
+    name."""
+    if digest is None or digest == EMPTY_DIGEST:
+        return
+    other = _foreign_find(workflow=workflow, digest=digest)
+    if other is None:
+        return
+    whose = (
+        f"are workflow {other.workflow.name!r}'s (its version {other.number}, {digest})"
+        if token_sees_workflow(token=token, workflow_name=other.workflow.name)
+        else f"are another workflow's ({digest} is a version of a workflow other than this one)"
+    )
+    raise BadRequest(
+        f"definitions: {whose}, but the run is for workflow {workflow.name!r}; send the "
+        f"context_variables.json of {workflow.name!r}, or start the run as the workflow the "
+        "definitions belong to",
+        field="definitions",
+    )
+
+
+def _foreign_find(*, workflow: Workflow, digest: str) -> WorkflowVersion | None:
+    """A version of another workflow with these definitions, development or production export
+    (the newest, by workflow name): two indexed look-ups, whatever the number of versions."""
+    hexdigest = digest.removeprefix("sha256:")
+    return (
+        WorkflowVersion.objects.exclude(workflow=workflow)
+        .filter(Q(digest=hexdigest) | Q(digest_production=hexdigest))
+        .select_related("workflow")
+        .order_by("workflow__name", "-number")
+        .first()
+    )
 
 
 def _reference_parse(reference: dict[str, Any]) -> tuple[int | None, str | None]:
@@ -187,7 +237,7 @@ def _version_find(
         if numbered is not None and (
             digest is None
             or digest == f"sha256:{numbered.digest}"
-            or digest == export_digest(numbered.export_production.encode("utf-8"))
+            or digest == f"sha256:{numbered.digest_production}"
         ):
             return numbered
     if digest is None:

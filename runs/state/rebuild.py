@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contextadmin_sdk.engine import RunState
+from contextadmin_sdk.engine import RunState, replaying
 from contextadmin_sdk.engine.state import NAMESPACES
 
 from contextadmin.errors import BadRequest, NotFound
@@ -38,7 +38,25 @@ class StateAt:
             "flips": self.state.get("flips", []),
             "writes": self.state.get("writes", {}),  # agent/world path -> tool, field, seq
             "handoffs": handoffs_now(run_config(run), self.state["context"]),
+            "resumes": run_resumes(run=run, execution=self.state.get("execution") or {}),
         }
+
+
+def run_resumes(*, run: Run, execution: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the run resumed (``execution.resumes``: after a pause, or where a new runtime
+    took over a crashed one's run), each with when the server received that ``run_status``:
+    the run page marks them on the path taken. One query on the log's (run, seq) index."""
+    resumes = execution.get("resumes") or []
+    if not resumes:
+        return []
+    seqs = [resume["seq"] for resume in resumes]
+    received = dict(
+        RunEvent.objects.filter(run=run, seq__in=seqs).values_list("seq", "received_at")
+    )
+    return [
+        {**resume, "received_at": at.isoformat() if (at := received.get(resume["seq"])) else None}
+        for resume in resumes
+    ]
 
 
 def run_flags(flips: list[dict[str, Any]]) -> list[str]:
@@ -85,6 +103,7 @@ def run_state_rebuilt(*, run: Run, seq: int, name: str = "at") -> RunState:
     state = RunState.from_dict(config, base)
     if base_seq < seq:
         payloads = RunEvent.objects.filter(run=run, seq__gt=base_seq, seq__lte=seq).order_by("seq")
-        for payload in payloads.values_list("payload", flat=True).iterator(chunk_size=500):
-            state.apply(payload)
+        with replaying():  # the log's flips were logged when ingested: not again on each read
+            for payload in payloads.values_list("payload", flat=True).iterator(chunk_size=500):
+                state.apply(payload)
     return state

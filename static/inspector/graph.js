@@ -6,6 +6,7 @@
 
 import { el, replace, setText, svg } from "./dom.js";
 import { placeLabels } from "./graph_labels.js";
+import { pathTaken } from "./path_resumes.js";
 
 const COLUMN = 190; // the width each node of the widest row gets
 const NODE_W = 160;
@@ -309,9 +310,10 @@ function drawNode(name, place, execution) {
  * Draw the graph.
  * rules: the run's pinned hand-off rules; readiness: the server's per-rule list (or null);
  * execution: state.execution (current_agent, visited_agents, path) as of the shown seq;
+ * resumes: the server's `resumes` as of it (marked on the path under the graph);
  * onJump(seq): show an event in the stream (a taken edge links to the event that took it).
  */
-export function renderGraph(container, { rules, readiness, execution, onJump }) {
+export function renderGraph(container, { rules, readiness, execution, resumes, onJump }) {
   const state = execution || {};
   const agents = agentsOf(rules, state);
   if (!agents.length) {
@@ -354,8 +356,7 @@ export function renderGraph(container, { rules, readiness, execution, onJump }) 
   const summary = [
     state.current_agent ? ["Current agent: ", el("strong", { class: "graph-current" }, state.current_agent)] : "No current agent yet",
     ` · ${path.length} hand-off${path.length === 1 ? "" : "s"} taken`,
-    path.length ? [path.length > SUMMARY_EDGES ? ", the last: " : ": ",
-      path.slice(-SUMMARY_EDGES).map((edge, i) => [i ? ", " : "", `${edge.source} → ${edge.target} at #${edge.seq}`])] : "",
+    pathTaken(path, resumes, SUMMARY_EDGES),
   ];
   const natural = right - left;
   const scroller = el("div", { class: "graph-scroll" },

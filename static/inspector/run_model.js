@@ -3,6 +3,7 @@
 // draw from it (run_render.js); nothing here touches the page.
 
 import { writeAt } from "./namespaces.js";
+import { followResumes } from "./path_resumes.js";
 import { senderOf } from "./stream.js";
 
 /** The model before the first snapshot: the run as the page was rendered with it. */
@@ -18,6 +19,7 @@ export function runModel(page) {
     changed: new Set(),
     revision: 0, // bumped when the context, its provenance, flips or sets change (redraw the table)
     execution: {}, // state.execution: current_agent, visited_agents, path (the agents graph)
+    resumes: [], // the server's resumes: where the run resumed, marked on the path ({ seq, from, received_at })
     spaces: {}, // seed 004's namespaces: { agent: {...}, world: {...} }
     writes: {}, // the server's writes: agent/world path -> { tool, field, seq }
     spacesRevision: 0, // bumped when a namespace changes
@@ -47,6 +49,7 @@ export function applySnapshot(model, message, outputNamespaces) {
   model.sets = model.sets.filter((set) => set.seq <= message.seq);
   model.status = message.state.execution.status;
   model.execution = message.state.execution;
+  model.resumes = message.resumes || [];
   model.warnings = message.state.execution.warnings || 0;
   model.readiness = message.handoffs ?? null;
   model.spaces = spacesOf(message.state, outputNamespaces);
@@ -77,6 +80,7 @@ export function applyEvent(model, message, ended) {
     model.run.event_count = message.seq;
   }
   if (message.event.type === "warning") model.warnings += 1;
+  model.resumes = followResumes(model.resumes, message, model.status);
   if (message.event.type === "run_status") {
     const status = message.event.status;
     model.status = status;

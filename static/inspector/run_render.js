@@ -42,7 +42,7 @@ export function runPanels({ page, model, view, jump, conn, afterRender }) {
   function shown() {
     if (view.live) {
       return { seq: model.lastSeq, context: model.context, provenance: model.provenance, flips: model.flips,
-        sets: model.sets, execution: model.execution, readiness: model.readiness,
+        sets: model.sets, execution: model.execution, resumes: model.resumes, readiness: model.readiness,
         spaces: model.spaces, writes: model.writes };
     }
     return { seq: view.seq, ...view.state, sets: model.sets.filter((set) => set.seq <= view.seq) };
@@ -114,10 +114,12 @@ export function runPanels({ page, model, view, jump, conn, afterRender }) {
     const execution = current.execution || {};
     const graphKey = JSON.stringify([view.live ? null : view.seq, execution.current_agent,
       execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status),
-      execution.exchanges?.reduce((turns, pair) => turns + pair.turns, 0)]);
+      execution.exchanges?.reduce((turns, pair) => turns + pair.turns, 0), current.resumes?.length]);
     if (graphKey !== drawn.graph) { // most events change neither the agents nor a rule's status
       drawn.graph = graphKey;
-      renderGraph($("graph"), { rules: page.handoffs, readiness: current.readiness, execution, onJump: jump });
+      renderGraph($("graph"), {
+        rules: page.handoffs, readiness: current.readiness, execution, resumes: current.resumes || [], onJump: jump,
+      });
     }
     setText($("graph-at"), view.live ? latest : `after #${view.seq}`);
     afterRender();

@@ -71,7 +71,7 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
         seq: data.seq,
         state: {
           context: data.state.context, provenance: data.provenance, flips: data.flips,
-          execution: data.state.execution, readiness: data.handoffs ?? null,
+          execution: data.state.execution, resumes: data.resumes || [], readiness: data.handoffs ?? null,
           spaces: spacesOf(data.state, outputNamespaces), writes: data.writes || {},
         },
       });

@@ -9,6 +9,7 @@ this process through a second connection alias."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator
 from io import StringIO
@@ -186,3 +187,36 @@ def test_every_model_change_has_its_migration(db: None) -> None:
         call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)
     except SystemExit as exited:  # --check exits 1 when a migration is missing
         pytest.fail(f"a model change has no migration: {out.getvalue()} (exit {exited.code})")
+
+
+def test_versions_stored_before_the_digest_indexes_get_their_production_digest(
+    database: str,
+) -> None:
+    """contextadmin 0002: a run start finds a production export by its stored digest, so every
+    version an older release stored gets it at upgrade."""
+    call_command(
+        "migrate", "contextadmin", "0001_squashed_0004_output_mappings",
+        database=database, interactive=False, stdout=(back := StringIO()),
+    )
+    assert "Unapplying contextadmin.0002_version_digest_indexes... OK" in back.getvalue()
+    execute(
+        database,
+        "INSERT INTO contextadmin_workflow (name, description, database_name, "
+        "created, updated) VALUES ('Kept', '', '', '2026-01-01', '2026-01-01')",
+        [],
+    )
+    execute(
+        database,
+        "INSERT INTO contextadmin_workflowversion (workflow_id, number, action, author_name,"
+        " created, comment, export, export_production, digest, approved_by_name, approval_comment) "
+        "SELECT id, 1, 'import', '', '2026-01-01', '', '{\"a\": 1}', '{\"p\": 1}', 'd', '', '' "
+        "FROM contextadmin_workflow WHERE name = 'Kept'",
+        [],
+    )
+
+    out = migrate(database)
+
+    assert "Applying contextadmin.0002_version_digest_indexes... OK" in out
+    with connections[database].cursor() as cursor:
+        cursor.execute("SELECT digest, digest_production FROM contextadmin_workflowversion")
+        assert cursor.fetchall() == [("d", hashlib.sha256(b'{"p": 1}').hexdigest())]

@@ -450,13 +450,13 @@ def test_concurrent_starts_with_one_run_id_answer_as_retries(api: Api, monkeypat
     real_pin = lifecycle.definitions_pin
     raced = []
 
-    def pin_after_a_competing_start(*, workflow, definitions):
+    def pin_after_a_competing_start(*, workflow, definitions, token):
         if not raced:
             raced.append(None)  # the competing start below must not race again
             raced[0] = lifecycle.run_start(
                 workflow_name="Generator", enterprise_id="acme", run_id="race"
             )
-        return real_pin(workflow=workflow, definitions=definitions)
+        return real_pin(workflow=workflow, definitions=definitions, token=token)
 
     monkeypatch.setattr(lifecycle, "definitions_pin", pin_after_a_competing_start)
     response = api.post(

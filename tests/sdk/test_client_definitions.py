@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client import ReportError, RunReporter
 from contextadmin_sdk.client import definitions as client_definitions
 from contextadmin_sdk.client.definitions import (
     DefinitionsError,
@@ -40,6 +40,16 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveS
                       "Generator")
         token = server.manage("create_api_token", "pinning").stdout.strip()
         yield server, token
+
+
+@pytest.fixture(scope="module")
+def two_workflows(own_server: tuple[LiveServer, str]) -> tuple[LiveServer, str]:
+    """The module's server with a second workflow, GeneratorChat (the AG2 demo's)."""
+    server, token = own_server
+    server.manage(
+        "import_context", str(DEMO / "ag2_context_variables.json"), "--workflow", "GeneratorChat"
+    )
+    return server, token
 
 
 @pytest.fixture(autouse=True)
@@ -195,3 +205,51 @@ def test_a_refused_start_keeps_the_events_and_retries_once_fixed(
         assert [e["seq"] for e in fake.events[reporter.run_id]] == list(range(1, 32))
     finally:
         fake.stop()
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_definitions_fetched_for_another_workflow_never_start_its_run(
+    two_workflows: tuple[LiveServer, str], background: bool
+) -> None:
+    """The reporter knows which workflow it fetched definitions for: starting a run of another
+    workflow with them is a ValueError naming both, and nothing reaches the server."""
+    server, token = two_workflows
+    reporter = RunReporter(server.url, token, background=background)
+    chat = reporter.definitions("GeneratorChat")
+    run_id = f"sdk-mismatch-{background}"
+    with pytest.raises(ValueError) as refused:
+        reporter.start(workflow="Generator", enterprise_id="acme", run_id=run_id, definitions=chat)
+    assert str(refused.value) == (
+        "definitions: fetched for workflow 'GeneratorChat' "
+        "(RunReporter.definitions('GeneratorChat')), but the run is for workflow 'Generator': "
+        "pass the definitions of 'Generator', or start the run as 'GeneratorChat'"
+    )
+    assert reporter.run_id is None
+    with pytest.raises(ReportError, match="404"):
+        RunReporter(server.url, token).fetch_state(run_id)
+    # Its own workflow's run takes them.
+    started = reporter.start(
+        workflow="GeneratorChat", enterprise_id="acme", run_id=run_id, definitions=chat
+    )
+    assert started == run_id
+    assert reporter.close(10) is True
+    assert reporter.fetch_state(run_id)["workflow_version"] == 1
+
+
+def test_another_workflows_exported_file_is_refused_by_the_server(
+    two_workflows: tuple[LiveServer, str], tmp_path: Path
+) -> None:
+    """A file names no workflow, so the SDK sends it; the server knows it by its digest."""
+    server, token = two_workflows
+    shipped = tmp_path / "context_variables.json"
+    server.manage("export_context", "GeneratorChat", "-o", str(shipped))
+    document = json.loads(shipped.read_text())
+    with pytest.raises(ReportError) as refused:
+        RunReporter(server.url, token).start(
+            workflow="Generator", enterprise_id="acme", definitions=document
+        )
+    assert refused.value.status == 400
+    assert "definitions: are workflow 'GeneratorChat''s (its version 1, sha256:" in str(
+        refused.value
+    )
+    assert "but the run is for workflow 'Generator'" in str(refused.value)

@@ -11,6 +11,10 @@ fetched from the server with ETag caching, so a runtime needs no file on disk.
   /api/workflows/<name>/context_variables.json`` with ``If-None-Match``; the body and its ETag
   are kept in memory for the process, and on disk with ``cache_dir``. A server that is down
   falls back to the cached copy with a warning; a refusal (bad token, unknown workflow) raises.
+- ``definitions_workflow_check(definitions, workflow=...)``: a ``ValueError`` when definitions
+  fetched for one workflow start a run of another. The file names no workflow, so this knows
+  only what ``definitions_fetch`` fetched; the server refuses another workflow's version by its
+  digest (docs/api.md).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -42,6 +47,7 @@ __all__ = [
     "DefinitionsError",
     "definitions_fetch",
     "definitions_payload",
+    "definitions_workflow_check",
     "runtime_info",
     "sdk_version",
 ]
@@ -94,6 +100,29 @@ class _Cached:
 
 
 _memory: dict[tuple[str, str, str, str], _Cached] = {}  # the process's copies, by request
+_served: dict[int, str] = {}  # id(config) -> the workflow it was fetched for, while it lives
+
+
+def definitions_workflow_check(definitions: object, *, workflow: str) -> None:
+    """Refuse definitions fetched for another workflow than the run's, before the run starts:
+    the server would refuse them (or, for an edited copy, pin them to the wrong workflow)."""
+    served = _served.get(id(definitions))
+    if served is not None and served != workflow:
+        raise ValueError(
+            f"definitions: fetched for workflow {served!r} "
+            f"(RunReporter.definitions({served!r})), but the run is for workflow {workflow!r}: "
+            f"pass the definitions of {workflow!r}, or start the run as {served!r}"
+        )
+
+
+def _served_as(config: ContextVariablesFile, workflow: str) -> ContextVariablesFile:
+    """Remember that ``config`` was fetched for ``workflow`` (forgotten when it is collected,
+    before its id can be reused)."""
+    key = id(config)
+    if key not in _served:
+        weakref.finalize(config, _served.pop, key, None)
+    _served[key] = workflow
+    return config
 
 
 def definitions_fetch(
@@ -141,7 +170,7 @@ def definitions_fetch(
 
 def _parsed(body: bytes, *, workflow: str) -> ContextVariablesFile:
     try:
-        return parse_config(body).config
+        return _served_as(parse_config(body).config, workflow)
     except ConfigError as exc:
         raise DefinitionsError(f"the definitions of {workflow} do not parse: {exc}") from None
 

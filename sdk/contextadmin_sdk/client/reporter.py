@@ -60,7 +60,11 @@ from types import TracebackType
 from typing import Any
 
 from contextadmin_sdk.client.background import BackgroundSender
-from contextadmin_sdk.client.definitions import declared_mapping, definitions_fetch
+from contextadmin_sdk.client.definitions import (
+    declared_mapping,
+    definitions_fetch,
+    definitions_workflow_check,
+)
 from contextadmin_sdk.client.resume import Resumed, delivery_message, spool_read
 from contextadmin_sdk.client.socket_transport import TRANSPORTS
 from contextadmin_sdk.client.spool_file import SpoolInUse, spool_in_use
@@ -183,8 +187,10 @@ class RunReporter:
         export with its version and digest), so the run is pinned to them; ``runtime``: what
         reports it (``contextadmin_sdk.client.definitions.runtime_info``). In background mode the
         request
-        is queued and the id (``run_id`` or a new one) returned at once.
+        is queued and the id (``run_id`` or a new one) returned at once. Definitions fetched for
+        another workflow (``definitions()``) are a ``ValueError`` naming both, sending nothing.
         """
+        definitions_workflow_check(definitions, workflow=workflow)
         body: dict[str, Any] = {"workflow": workflow, "enterprise_id": enterprise_id}
         if run_id is None and self._background:
             run_id = uuid.uuid4().hex

@@ -33,7 +33,7 @@ from .format import (
     is_secret_env_var,
 )
 from .loader import build_context
-from .log import PREVIEW_MAX_CHARS, preview
+from .log import PREVIEW_MAX_CHARS, preview, replaying
 from .mongo import Lookup, fetch_database_variables, json_safe, mongo_client
 from .resolver import (
     LintIssue,
@@ -113,6 +113,7 @@ __all__ = [
     "preview",
     "redact_credentials",
     "replay",
+    "replaying",
     "resolve",
     "resolve_json",
     "resolve_system_message",

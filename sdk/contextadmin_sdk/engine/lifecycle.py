@@ -1,11 +1,16 @@
 """The run lifecycle, one owner for it: ``running`` <-> ``paused`` (either way, any number of
 times) until a ``run_status`` of ``completed``, ``failed`` or ``cancelled`` ends the run. An
-ended run takes no event at all (``RunEnded``) and is never reopened. The errors a run's state
+ended run takes no event at all (``RunEnded``) and is never reopened. A ``run_status`` of
+``running`` after the run's first event marks where it resumed (``execution.resumes``): after a
+pause, or where a new runtime took over a run whose runtime died. The errors a run's state
 raises for an event it cannot take live here too."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .events import RUN_STATUSES
+from .format import RESUMES_MAX
 
 __all__ = [
     "RUN_ENDED_STATUSES",
@@ -13,6 +18,7 @@ __all__ = [
     "EventError",
     "RunEnded",
     "SeqError",
+    "resume_mark",
     "run_status_problem",
 ]
 
@@ -55,3 +61,16 @@ def run_status_problem(current: str, new: str) -> str | None:
     if new in RUN_TRANSITIONS.get(current, frozenset()):
         return None
     return f"status: a {current} run cannot become {new}"
+
+
+def resume_mark(execution: dict[str, Any], *, seq: int, status: str) -> None:
+    """Record a ``run_status`` of ``status`` at ``seq`` that resumes the run: ``running`` after
+    its first event, as ``{"seq", "from"}`` (``from``: the status before, ``paused``, or
+    ``running`` when the runtime before stopped without pausing). The run page marks it on the
+    path, so an operator sees where one runtime stopped and the next took over. Absent until
+    the first; the latest ``RESUMES_MAX`` are kept."""
+    if status != "running" or seq <= 1:  # a run's first event resumes nothing
+        return
+    resumes: list[dict[str, Any]] = execution.setdefault("resumes", [])
+    resumes.append({"seq": seq, "from": execution["status"]})
+    del resumes[:-RESUMES_MAX]

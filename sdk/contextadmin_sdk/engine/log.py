@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from .format import (
@@ -18,9 +20,19 @@ from .format import (
     json_nesting_exceeds,
 )
 
-__all__ = ["PREVIEW_MAX_CHARS", "REDACTED", "context_diff", "logger", "preview", "safe_preview"]
+__all__ = [
+    "PREVIEW_MAX_CHARS",
+    "REDACTED",
+    "context_diff",
+    "logger",
+    "preview",
+    "replaying",
+    "replaying_now",
+    "safe_preview",
+]
 
 logger = logging.getLogger("contextadmin_sdk.engine")
+_replaying: ContextVar[bool] = ContextVar("contextadmin_sdk_replaying", default=False)
 
 PREVIEW_MAX_CHARS = 80  # a log line shows at most this much of any one value
 REDACTED = "<redacted>"
@@ -73,3 +85,19 @@ def context_diff(
             lines.append(f"~{name}: {show(name, before[name])} -> {show(name, value)}")
     lines.extend(f"-{name}" for name in before if name not in after)
     return lines
+
+
+@contextmanager
+def replaying() -> Iterator[None]:
+    """Fold events that already happened (a replay, a resumed run's spool) without logging
+    their flips again: a log line says a flag flipped *now*, once per run."""
+    token = _replaying.set(True)
+    try:
+        yield
+    finally:
+        _replaying.reset(token)
+
+
+def replaying_now() -> bool:
+    """Whether this thread (or task) is inside ``replaying()``."""
+    return _replaying.get()

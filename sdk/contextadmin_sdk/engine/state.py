@@ -4,11 +4,12 @@ Five namespaces addressed by dot paths (``STATE_NAMESPACES``): ``context`` (the 
 ``nodes`` (each agent's last text and each tool's last response, for ``{{node.field}}``
 templates), ``execution`` (status, current agent, visited agents, turn counts, the path of
 hand-off edges taken, the ``exchanges`` between speakers (one agent spoke after another without
-a hand-off: the user and the agent it talks to, say), last seq, and the run's ``environment``),
-and seed 004's ``agent`` and ``world``, written by the workflow's output mappings when a tool
-responds (``outputs.py``; ``writes`` says which tool wrote each path, at which seq) and read by
-``{{agent.…}}`` and ``{{world.…}}`` templates (``RunState.resolve``). No clock and no
-randomness: replaying a run's events rebuilds exactly the live state.
+a hand-off: the user and the agent it talks to, say), last seq, the run's ``environment`` and,
+once it resumed, ``resumes`` (``lifecycle.resume_mark``)), and seed 004's ``agent`` and
+``world``, written by the workflow's output mappings when a tool responds (``outputs.py``;
+``writes`` says which tool wrote each path, at which seq) and read by ``{{agent.…}}`` and
+``{{world.…}}`` templates (``RunState.resolve``). No clock and no randomness: replaying a
+run's events rebuilds exactly the live state.
 
 A run knows its environment (docs/engine.md): in production no environment variable or base flag
 is ever in its context, neither from the base context (dropped at construction) nor from a
@@ -51,9 +52,11 @@ from .lifecycle import (
     EventError,
     RunEnded,
     SeqError,
+    resume_mark,
     run_status_problem,
 )
 from .loader import Context, ContextError
+from .log import replaying
 from .nodes import node_name, node_output
 from .outputs import OutputWrite, outputs_apply, outputs_by_tool
 from .paths import drill
@@ -340,6 +343,7 @@ class RunState:
             # counted for the run header; absent until the first (older snapshots lack it)
             execution["warnings"] = execution.get("warnings", 0) + 1
         elif type_ == "run_status":
+            resume_mark(execution, seq=seq, status=event["status"])  # before the status changes
             execution["status"] = event["status"]
         elif type_ == "handoff":
             source, target = event_sender(event), event["target"]
@@ -427,6 +431,7 @@ def replay(
     """Rebuild a run's state from its base context and event log."""
     require_iterable("events", events)
     state = RunState(config, base_context, environment=environment)
-    for event in events:
-        state.apply(event)
+    with replaying():  # these flips happened when the events did: not logged again
+        for event in events:
+            state.apply(event)
     return state

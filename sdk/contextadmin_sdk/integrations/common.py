@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Required, TypedDict, get_origin, get_type_hints
 
 from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.client.definitions import definitions_workflow_check
 from contextadmin_sdk.client.resume import delivery_message
 from contextadmin_sdk.engine import (
     RUN_ENDED_STATUSES,
@@ -27,8 +29,10 @@ from contextadmin_sdk.engine import (
     condition_names,
     is_production,
     load_config,
+    replaying,
 )
 from contextadmin_sdk.engine.format import ContextVariablesFile
+from contextadmin_sdk.integrations.context_sync import deleted_text
 
 __all__ = [
     "ConfigArg",
@@ -49,6 +53,8 @@ __all__ = [
 ]
 
 ConfigArg = ContextVariablesFile | Mapping[str, Any] | bytes | str | os.PathLike[str]
+
+logger = logging.getLogger("contextadmin_sdk.integrations")
 
 
 class HandoffRuleError(ValueError):
@@ -134,6 +140,7 @@ class OpenedRun:
     warnings: list[str] = field(default_factory=list)
     reporter: RunReporter | None = None
     flush_timeout: float = 5.0
+    resumed: bool = False  # attach(run_id=...): the session reports where the run resumed
 
 
 def open_run(
@@ -151,6 +158,7 @@ def open_run(
     resume ``run_id`` from the server's state and the spool (raising ``ValueError`` for a run
     that has ended, once what its spool held is delivered)."""
     options_check(options)
+    definitions_workflow_check(config_arg, workflow=options["workflow_name"])  # fail before a run
     config = load_config_arg(config_arg)
     if agents is not None:
         check_rules(config, agents, where=where)
@@ -203,8 +211,9 @@ def open_run(
             begun.get("context") or {},
             environment=begun.get("environment") or environment,
         )
-    for event in resumed.unsent:  # observed before the crash, not yet on the server
-        state.apply(event)
+    with replaying():  # observed (and logged) before the crash, not yet on the server
+        for event in resumed.unsent:
+            state.apply(event)
     status = state.get("execution.status")
     if status in RUN_ENDED_STATUSES:
         # It ended (maybe while the server was away): deliver what the spool holds, and say so.
@@ -214,16 +223,29 @@ def open_run(
             f"run {run_id} has ended ({status}): it takes no more events, so there is nothing "
             f"to resume; {delivery}"
         )
-    return OpenedRun(config, state, list(resumed.unsent), [], reporter, flush_timeout)
+    derived = [var.name for var in config.context_variables.derived_variables]
+    flags = [name for name in derived if state.context.get(name) is True]
+    # One line for the whole rebuild: the flips in it were logged when they happened.
+    logger.info(
+        "resumed run %s at seq %d (%d spooled events not yet on the server) with %s",
+        run_id,
+        state.last_seq,
+        len(resumed.unsent),
+        f"flags {', '.join(flags)} set" if flags else "no flag set",
+    )
+    return OpenedRun(config, state, list(resumed.unsent), [], reporter, flush_timeout, resumed=True)
 
 
 def refusal_message(event: Mapping[str, Any]) -> str:
-    """The words of a ``warning`` event ContextSync produced: who set what, and the rule."""
+    """The words of a ``warning`` event ContextSync produced: who set (or deleted) what, and
+    the rule."""
     who = " ".join(f"{key} {event[key]}" for key in ("tool", "agent") if key in event)
-    return (
-        f"{who or 'the chat'} set {event['name']} to {event['value']!r}: refused "
-        f"({event['text']}); recorded as a warning event"
+    did = (
+        f"deleted {event['name']}"
+        if event.get("text") == deleted_text(event["name"])
+        else f"set {event['name']} to {event['value']!r}"
     )
+    return f"{who or 'the chat'} {did}: refused ({event['text']}); recorded as a warning event"
 
 
 def text_of(content: Any) -> str | None:

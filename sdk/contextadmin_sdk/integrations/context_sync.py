@@ -14,11 +14,16 @@ a declared variable (or the base) is dropped silently: after every turn an adapt
   naming the variable, the refused value, who tried and the rule broken; once per name and
   value, so a tool that sets the same refused value again is not warned about again.
 
+A declared variable (or base name) the chat deleted while the run holds a value (AG2 1.x
+``delete_context``, a Classic reply function's ``context_variables.remove``) is a change the run
+may not take either: a ``warning`` with ``value`` null, the rule a set to null breaks, and a
+``text`` saying the run keeps its value (``deleted_text``), once per name.
+
 A refused value does not stay in the chat: ``ContextSync.restore`` says what to put back (the
-run's value, or a name to delete where the run has none), and the adapter writes it into the
-chat's own context before AG2 routes on it: what the chat routes on, the inspector shows.
-Names the workflow does not declare (and that are not the base) are the chat's own scratch data:
-neither reported nor put back.
+run's value, also for a deleted name, or a name to delete where the run has none), and the
+adapter writes it into the chat's own context before AG2 routes on it: what the chat routes on,
+the inspector shows. Names the workflow does not declare (and that are not the base) are the
+chat's own scratch data: neither reported nor put back.
 
 The rule itself is the engine's (``context_set_refusal``); this module only diffs. Django-free.
 """
@@ -34,10 +39,20 @@ from contextadmin_sdk.client.transport import encode_record, event_too_large
 from contextadmin_sdk.engine import BASE_FLAGS, RunState, context_set_refusal, redact_credentials
 from contextadmin_sdk.engine.format import RESERVED_NAMES, ContextVariablesFile, json_value_problem
 
-__all__ = ["UNSTORABLE_PREVIEW_CHARS", "WARNING_VALUE_MAX_CHARS", "ContextSync"]
+__all__ = ["UNSTORABLE_PREVIEW_CHARS", "WARNING_VALUE_MAX_CHARS", "ContextSync", "deleted_text"]
 
 UNSTORABLE_PREVIEW_CHARS = 200  # a warning about a non-JSON value keeps this much of its repr
 WARNING_VALUE_MAX_CHARS = 2_000  # a larger refused value is shown by the start of its JSON
+_DELETED = "\x00deleted"  # the fingerprint of a deletion (no JSON value's fingerprint)
+
+
+def deleted_text(name: str) -> str:
+    """The ``text`` of the warning about a deleted declared variable: what happened, and that
+    the run keeps (and puts back) its value, so the run page says it in words."""
+    return (
+        f"name: {name} was deleted from the chat's context; the run keeps its value and puts it "
+        "back (a declared variable is never deleted during a run)"
+    )
 
 
 class ContextSync:
@@ -68,7 +83,8 @@ class ContextSync:
     ) -> list[dict[str, Any]]:
         """Run events to emit, in a deterministic order: a context_set for each declared
         variable whose value in `data` differs from the state and that the run may take
-        (derived flags: booleans), a warning for each it may not (once per name and value)."""
+        (derived flags: booleans), a warning for each it may not (once per name and value),
+        and for each the run holds that `data` lacks (deleted by the chat: once per name)."""
         if not isinstance(data, Mapping):
             raise TypeError(f"data: must be a mapping, not {type(data).__name__}")
         environment = "production" if self.production else state.environment
@@ -81,6 +97,9 @@ class ContextSync:
         events: list[dict[str, Any]] = []
         for name in self.names:
             if name not in data:
+                if name in known and (name, _DELETED) not in self._warned:
+                    self._warned.add((name, _DELETED))
+                    events.append(self._deleted(name, who, environment=environment))
                 continue
             value = data[name]
             if name in known and _same(known[name], value):
@@ -114,13 +133,27 @@ class ContextSync:
             })
         return events
 
+    def _deleted(self, name: str, who: Mapping[str, Any], *, environment: str) -> dict[str, Any]:
+        """The warning about a declared variable the chat deleted: nothing was set, so its
+        ``value`` is null and its rule is the one a set to null breaks (``type`` for most)."""
+        refusal = context_set_refusal(self.config, name, None, environment=environment)
+        return {
+            "type": "warning",
+            "name": name,
+            "value": None,
+            **who,
+            "rule": refusal.rule if refusal else "type",
+            "text": deleted_text(name),
+        }
+
     def restore(
         self, data: Mapping[str, Any], state: RunState
     ) -> tuple[dict[str, Any], list[str]]:
         """What to write back into the chat so it holds the run's values, after ``changes``
         was applied: ``(sets, deletes)``, the run's value of each declared variable (or base
-        name) where ``data`` differs from it, and the names ``data`` holds that the run lacks.
-        Whatever is left different then is a change the run refused."""
+        name) where ``data`` differs from it or lacks it (deleted by the chat), and the names
+        ``data`` holds that the run lacks. Whatever is left different then is a change the run
+        refused."""
         if not isinstance(data, Mapping):
             raise TypeError(f"data: must be a mapping, not {type(data).__name__}")
         known = state.context
@@ -128,6 +161,8 @@ class ContextSync:
         deletes: list[str] = []
         for name in self.names:
             if name not in data:
+                if name in known:  # deleted by the chat: the run keeps its value
+                    sets[name] = copy.deepcopy(known[name])
                 continue
             if name not in known:
                 deletes.append(name)

@@ -43,6 +43,7 @@ class SessionCore:
         self.production = self.state.environment == "production"
         self.warnings = opened.warnings
         self.flush_timeout = opened.flush_timeout
+        self.resumed = opened.resumed  # attach(run_id=...) took the run over
         self.events: list[dict[str, Any]] = list(opened.unsent)  # every run event, with its seq
         self.flips: list[Flip] = [
             Flip(f["name"], f["value"], f["trigger_index"], dict(f.get("cause") or {}))
@@ -106,8 +107,10 @@ class SessionCore:
 
     # -- run events ------------------------------------------------------------------------------
     def _resume_running(self) -> None:
-        """A run paused by a chat that raised is running again."""
-        if self.state.get("execution.status") == "paused":
+        """A resumed run says so with a ``run_status`` of ``running`` (a paused one is running
+        again): the server marks where it resumed on the run's path (``execution.resumes``),
+        so the run page shows where the runtime before stopped and this one took over."""
+        if self.resumed:
             self._emit({"type": "run_status", "status": "running"})
 
     def _emit(self, event: dict[str, Any]) -> Applied | None:

@@ -122,6 +122,27 @@ def set_var(name: str, value: str, context_variables: ContextVariables) -> Reply
     return ReplyResult(message=f"{name} set.", context_variables=context_variables)
 
 
+def del_var(name: str, context_variables: ContextVariables) -> ReplyResult:
+    """Delete the context variable ``name`` (AG2 gives a tool a copy of the chat's context and
+    merges the result back with ``update``: the chat keeps its value)."""
+    del context_variables[name]
+    return ReplyResult(message=f"{name} deleted.", context_variables=context_variables)
+
+
+def deleting_reply(*names: str) -> Callable[..., tuple[bool, None]]:
+    """A reply function that deletes ``names`` from the agent's own (the chat's shared)
+    ``ContextVariables``, then lets the agent's next reply function answer."""
+
+    def reply(
+        recipient: Any, messages: Any = None, sender: Any = None, config: Any = None
+    ) -> tuple[bool, None]:
+        for name in names:
+            recipient.context_variables.remove(name)
+        return False, None
+
+    return reply
+
+
 def failing_tool(reason: str) -> str:
     """Always fail (AG2 reports is_exec_success=False)."""
     raise RuntimeError(reason)

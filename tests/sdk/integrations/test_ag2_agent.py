@@ -120,3 +120,28 @@ async def test_a_single_agents_refused_values_are_put_back_in_its_variables() ->
     assert seen[0]["product_tier"] == "beta" and seen[0]["planned"] is False  # the next tool
     assert session.context["product_tier"] == "beta" and session.context["planned"] is False
     assert session.context == {**session.state.context}
+
+
+def drop_tier(context: Context) -> str:
+    """Delete a declarative constant and a derived flag from the turn's variables."""
+    del context.variables["product_tier"]
+    del context.variables["planned"]
+    return "dropped"
+
+
+async def test_a_single_agents_deleted_variables_are_warned_about_and_put_back() -> None:
+    seen.clear()
+    cfg = config(derived("planned", {"type": "tool_response", "tool": "nothing", "status": "x"}))
+    agent = scripted_agent(
+        "Planner",
+        [ToolCall("drop_tier"), ToolCall("read_back"), "Done."],
+        tools=[drop_tier, read_back],
+    )
+    session = attach(agent, cfg, workflow_name="W", enterprise_id="e", environ={})
+    with session:
+        await agent.ask("Go.")
+    refused = [(e["name"], e["value"], e["rule"]) for e in session.events if e["type"] == "warning"]
+    assert refused == [("product_tier", None, "constant"), ("planned", None, "type")]
+    assert seen[0]["product_tier"] == "beta" and seen[0]["planned"] is False  # the next tool
+    assert session.context["product_tier"] == "beta" and session.context["planned"] is False
+    assert session.context == {**session.state.context}

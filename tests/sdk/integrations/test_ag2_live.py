@@ -103,7 +103,7 @@ async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
     assert seeded["interview_complete"] is True and seeded["context_saved"] is True
     assert seeded["handoffs_reviewed"] is False
     assert session.state.get("execution.turn_counts") == {"user": 3, "InterviewAgent": 3}
-    assert session.state.last_seq == 8
+    assert session.state.last_seq == 9  # the dead process's 8, then the resume's run_status
     overview = session.completed_overview()
     assert 'InterviewAgent said "NEXT"' in overview and "save_context_plan" in overview
     assert "handoffs_reviewed" not in overview
@@ -113,11 +113,15 @@ async def test_a_1x_runtime_killed_mid_workflow_resumes_in_a_new_process(
     await demo.hub.close()
     # session.events holds what the crashed process had not delivered, then this process's
     resumed = [event for event in session.events if event["seq"] > 8]
-    assert resumed[0] == {"type": "agent_text", "agent": "user", "text": overview, "seq": 9}
+    # First, where the run resumed (the run page marks it on the path), then the overview.
+    assert resumed[0] == {"type": "run_status", "status": "running", "seq": 9}
+    assert resumed[1] == {"type": "agent_text", "agent": "user", "text": overview, "seq": 10}
     # The continuing agent got the overview: the saved plan routes the user to HandoffsAgent.
-    assert [e.get("agent") for e in resumed[1:4]] == ["HandoffsAgent", "user", "HandoffsAgent"]
+    assert [e.get("agent") for e in resumed[2:5]] == ["HandoffsAgent", "user", "HandoffsAgent"]
     state = api(server.url, token, f"/api/runs/{run_id}/state/")
     assert state["seq"] == session.state.last_seq > 8
+    assert state["state"]["execution"]["resumes"] == [{"seq": 9, "from": "running"}]
+    assert [mark["seq"] for mark in state["resumes"]] == [9]
     assert state["state"]["context"] == session.state.context
     assert [f["name"] for f in state["flips"]] == [
         "interview_complete",

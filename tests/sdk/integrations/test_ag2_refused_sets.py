@@ -1,6 +1,7 @@
-"""A tool's ``set_context`` that the run refuses, on real AG2 1.x workflow channels: the
-warning is reported and the run's value goes back into ``context_vars`` before the graph folds
-the turn's packet, so no rule routes on a value the inspector does not show."""
+"""A tool's ``set_context`` (or ``delete_context`` of a declared variable) that the run refuses,
+on real AG2 1.x workflow channels: the warning is reported and the run's value goes back into
+``context_vars`` before the graph folds the turn's packet, so no rule routes on a value the
+inspector does not show."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from ag2.network import AgentTarget, ContextEquals, FromSpeaker, Transition
 
 from .chats import config, derived, env_flag
-from .workflows import ToolCall, set_var, speakers, two_stage
+from .workflows import ToolCall, delete_var, set_var, speakers, two_stage
 
 SAVED = derived("context_saved")  # no trigger: only a tool sets it
 MONETIZATION = env_flag("monetization_enabled", "MONETIZATION_ENABLED")
@@ -24,9 +25,18 @@ PRODUCTION = {"ENVIRONMENT": "production"}
 async def planner_sets(*sets: tuple[str, Any]) -> Any:
     """InterviewAgent hands to Planner, whose tool sets ``sets``; Planner's own transition
     ends the workflow, so Closer speaks only when a rule routes to it."""
-    calls = [ToolCall("set_var", name=name, value=json.dumps(value)) for name, value in sets]
+    return await planner_calls(
+        *[ToolCall("set_var", name=name, value=json.dumps(value)) for name, value in sets]
+    )
+
+
+async def planner_calls(*calls: ToolCall) -> Any:
+    """The same workflow, Planner making ``calls`` (``set_var``, ``delete_var``) in one turn."""
     workflow = await two_stage(
-        interview=["Question?"], answers=[], planner=[*calls, "Planned."], tools=[set_var]
+        interview=["Question?"],
+        answers=[],
+        planner=[*calls, "Planned."],
+        tools=[set_var, delete_var],
     )
     ids = workflow.hub.name_to_id_map()
     workflow.graph.transitions.insert(
@@ -103,5 +113,36 @@ async def test_constants_and_the_base_are_put_back_and_undeclared_names_are_the_
         25, "e", True
     )
     assert context.pop("scratch") == {"n": 1}
+    assert context == session.state.context
+    await workflow.hub.close()
+
+
+async def test_a_deleted_declared_variable_is_warned_about_and_put_back_before_routing() -> None:
+    """``delete_context`` of a declared variable: a warning naming it, and the run's value back
+    in ``context_vars`` before the graph folds Planner's packet, so rule 0 still routes on the
+    flag the run (and the inspector) holds; deleting an undeclared name stays the chat's."""
+    workflow = await planner_calls(
+        ToolCall("set_var", name="context_saved", value="true"),  # a flip: rule 0 holds
+        ToolCall("set_var", name="scratch", value="1"),
+        ToolCall("delete_var", name="context_saved"),
+        ToolCall("delete_var", name="max_items"),
+        ToolCall("delete_var", name="scratch"),
+    )
+    cfg = config(SAVED, handoffs=[TO_CLOSER])
+    cfg["context_variables"]["declarative_variables"].append(CONSTANT)
+    session = workflow.attach(cfg)
+    with session:
+        await workflow.run(session, timeout=5)
+    warnings = [e for e in session.events if e["type"] == "warning"]
+    assert [(e["name"], e["value"], e["rule"], e["agent"], e["tool"]) for e in warnings] == [
+        ("context_saved", None, "type", "Planner", "delete_var"),
+        ("max_items", None, "constant", "Planner", "delete_var"),
+    ]
+    assert all("deleted" in e["text"] and "the run keeps its value" in e["text"] for e in warnings)
+    assert "tool delete_var agent Planner deleted context_saved: refused" in session.warnings[0]
+    assert speakers(session)[-2:] == ["Planner", "Closer"]  # routed on the run's value
+    context = session.context
+    assert (context["context_saved"], context["max_items"]) == (True, 25)
+    assert "scratch" not in context  # the chat's own name, deleted by the chat: not reported
     assert context == session.state.context
     await workflow.hub.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from autogen import ConversableAgent
 from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.engine import replay
@@ -16,6 +17,8 @@ from contextadmin_sdk.integrations.autogen import attach
 from .chats import (
     ToolCall,
     config,
+    del_var,
+    deleting_reply,
     derived,
     env_flag,
     raise_tier,
@@ -145,6 +148,48 @@ def test_a_refused_value_is_put_back_before_the_chat_routes_on_it(
     else:
         assert session.context[name] is restored is session.state.context[name]
     assert session.context.to_dict() == session.state.context
+
+
+def test_a_deleted_declared_variable_is_warned_about_and_put_back_before_the_chat_routes() -> None:
+    """A reply function deletes declared variables from the chat's shared ContextVariables:
+    ``plan_saved`` (rule 1's condition: AG2's ContextExpression raises KeyError on a missing
+    name) and the constant ``product_tier``. Each is a warning and the run's value is back
+    before AG2 evaluates Planner's rules; an undeclared name stays the chat's own."""
+    pattern = two_stage_pattern(interview=["NEXT"], answers=[], planner=["Planned."])
+    interviewer = pattern.agents[0]
+    interviewer.register_reply(
+        [ConversableAgent, None], deleting_reply("plan_saved", "product_tier", "scratch")
+    )
+    pattern.context_variables.set("scratch", 1)
+    session = attach(pattern, CONFIG, workflow_name=WORKFLOW, enterprise_id="acme", environ={})
+    result = run(pattern, session)
+
+    assert speakers(result)[-2:] == ["InterviewAgent", "Planner"]  # rule 0, and no KeyError
+    warnings = [e for e in session.events if e["type"] == "warning"]
+    assert [(e["name"], e["value"], e["rule"], e["agent"]) for e in warnings] == [
+        ("product_tier", None, "constant", "InterviewAgent"),
+        ("plan_saved", None, "type", "InterviewAgent"),
+    ]
+    assert all("the run keeps its value" in e["text"] for e in warnings)
+    assert session.warnings[0].startswith("agent InterviewAgent deleted product_tier: refused")
+    assert (session.context["product_tier"], session.context["plan_saved"]) == ("beta", False)
+    assert "scratch" not in session.context.data  # the chat's own name: not reported
+    assert session.context.to_dict() == session.state.context
+
+
+def test_a_tools_del_leaves_the_chats_value_so_nothing_is_reported() -> None:
+    """AG2 Classic gives a tool a copy of the chat's context and merges its ReplyResult back
+    with ``update``: ``del context_variables[name]`` in a tool never reaches the chat."""
+    pattern = two_stage_pattern(
+        interview=["NEXT"],
+        answers=[],
+        planner=[ToolCall("del_var", name="product_tier"), "Planned."],
+        tools=[del_var],
+    )
+    session = attach(pattern, CONFIG, workflow_name=WORKFLOW, enterprise_id="acme", environ={})
+    run(pattern, session)
+    assert [e for e in session.events if e["type"] == "warning"] == []
+    assert session.context["product_tier"] == "beta" == session.state.context["product_tier"]
 
 
 # -- the same, reported to a live server -------------------------------------------------------

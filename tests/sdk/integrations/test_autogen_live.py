@@ -152,7 +152,7 @@ def test_a_runtime_killed_mid_chat_resumes_its_flags_and_seq(site, tmp_path: Pat
     assert session.context["context_saved"] is True
     assert session.context["handoffs_reviewed"] is False
     assert session.state.get("execution.turn_counts") == {"user": 3, "InterviewAgent": 3}
-    assert session.state.last_seq == 8
+    assert session.state.last_seq == 9  # the dead process's 8, then the resume's run_status
     overview = session.completed_overview()
     assert "interview_complete" in overview and 'InterviewAgent said "NEXT"' in overview
     assert "context_saved" in overview and "save_context_plan" in overview
@@ -173,6 +173,9 @@ def test_a_runtime_killed_mid_chat_resumes_its_flags_and_seq(site, tmp_path: Pat
         "handoffs_reviewed",
     ]
     assert [f.name for f in session.flips] == [f["name"] for f in state["flips"]]
+    # Where the new process took over: right after the dead one's last event.
+    assert state["state"]["execution"]["resumes"] == [{"seq": 9, "from": "running"}]
+    assert session.events[8] == {"type": "run_status", "status": "running", "seq": 9}
     assert state["state"]["execution"]["status"] == "completed"
 
 

@@ -16,6 +16,7 @@ from contextadmin_sdk.integrations.autogen import attach
 
 from runs.demo_chats.autogen_chat import (
     DEMO_CONFIG,
+    DEMO_WORKFLOW,
     OPENING,
     demo_pattern,
 )
@@ -90,3 +91,19 @@ def test_an_unknown_workflow_keeps_the_spool_and_a_resume_delivers_it_once_impor
     assert state["seq"] == len(session.events)
     assert state["state"]["execution"]["status"] == "completed"
     assert not spool.exists()  # delivered and ended: the spool is gone
+
+
+def test_definitions_fetched_for_another_workflow_are_refused_before_the_chat(
+    site: Any,
+) -> None:
+    """``attach`` with definitions fetched for another workflow than ``workflow_name``: a
+    ValueError naming both before any run starts (the same for AG2 1.x: one ``open_run``)."""
+    server, token = site
+    reporter = RunReporter(server.url, token)
+    chat = reporter.definitions(DEMO_WORKFLOW)
+    pattern = demo_pattern()
+    refusal = r"fetched for workflow 'GeneratorChat'.*run is for workflow 'Generator'"
+    with pytest.raises(ValueError, match=refusal):
+        attach(pattern, chat, workflow_name="Generator", enterprise_id="acme", reporter=reporter)
+    assert reporter.run_id is None  # no run started, nothing queued
+    assert pattern.context_variables.to_dict() == {}  # the chat was not touched

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from contextadmin_sdk.engine import RunState, load_config, validate_event
 from contextadmin_sdk.engine.format import ContextVariablesFile
-from contextadmin_sdk.integrations.context_sync import ContextSync
+from contextadmin_sdk.integrations.context_sync import ContextSync, deleted_text
 
 RAW = {
     "context_variables": {
@@ -211,3 +211,26 @@ def test_restore_gives_the_runs_values_back_for_refused_changes_only() -> None:
     assert sync.restore(data, run) == ({"max_items": 25}, ["beta_features"])
     with pytest.raises(TypeError, match=r"^data: "):
         sync.restore(None, run)  # type: ignore[arg-type]
+
+
+def test_a_deleted_declared_variable_is_warned_about_once_and_given_back() -> None:
+    run = state()
+    sync = ContextSync(CONFIG, production=False)
+    data = chat(run, scratch=1)
+    for name in ("max_items", "plan_saved", "workflow_name"):
+        del data[name]
+    events = sync.changes(data, run, tool="drop")
+    assert [(e["type"], e["name"], e["value"], e["rule"]) for e in events] == [
+        ("warning", "workflow_name", None, "base"),
+        ("warning", "max_items", None, "constant"),
+        ("warning", "plan_saved", None, "type"),
+    ]
+    assert events[1]["text"] == deleted_text("max_items")
+    assert all(validate_event(event) == [] for event in events)
+    assert sync.changes(data, run, tool="drop") == []  # once per name
+    assert sync.restore(data, run) == (
+        {"workflow_name": "Plans", "max_items": 25, "plan_saved": False},
+        [],
+    )
+    del data["scratch"]  # undeclared: the chat's own
+    assert sync.changes(data, run) == [] and sync.restore(data, run)[1] == []

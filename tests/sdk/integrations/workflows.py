@@ -17,7 +17,7 @@ from ag2.network import (
     Transition,
     TransitionGraph,
 )
-from ag2.network.workflow_helpers import set_context
+from ag2.network.workflow_helpers import delete_context, set_context
 from contextadmin_sdk.integrations.ag2 import AgentSession, WorkflowSession, attach, scripted
 from contextadmin_sdk.integrations.ag2.scripted import ToolCall
 
@@ -31,6 +31,7 @@ __all__ = [
     "ToolCall",
     "Workflow",
     "attach_demo",
+    "delete_var",
     "failing_tool",
     "record_plan",
     "set_var",
@@ -96,6 +97,12 @@ async def set_var(name: str, value: str, channel: ChannelInject) -> str:
     """Set the context variable ``name`` to the JSON ``value`` (whatever the run allows)."""
     await set_context(channel, name, json.loads(value))
     return f"{name} set."
+
+
+async def delete_var(name: str, channel: ChannelInject) -> str:
+    """Delete the context variable ``name`` from the channel's context (``delete_context``)."""
+    await delete_context(channel, name)
+    return f"{name} deleted."
 
 
 def failing_tool(reason: str) -> str:

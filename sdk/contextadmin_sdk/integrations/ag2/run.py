@@ -41,7 +41,7 @@ class RunSession(SessionCore):
     def __init__(self, **common: Any) -> None:
         super().__init__(**common)
         self._declared = set(self.config.categories())
-        self._resume_running()  # a workflow that raised: running again
+        self._resume_running()  # a resumed run: where it resumed (a paused one: running again)
 
     async def __aenter__(self) -> Self:
         return self.__enter__()

@@ -252,9 +252,9 @@ class WorkflowSession(RunSession):
                         flips = self.on_text(self._name(sender), text)
                 self._handoff(envelope)
             elif envelope.event_type == EV_CONTEXT_SET:
-                sets, _ = context_set_of(envelope)
+                sets, deletes = context_set_of(envelope)  # a tool's set_context, delete_context
                 state = self.hub.adapter_state(envelope.channel_id)
-                if state is not None and sets:
+                if state is not None and (sets or deletes):
                     name = self._name(sender)
                     self.sync(state.context_vars, agent=name, tool=self._tools.get(name))
                     put_back = self._sync.restore(state.context_vars, self.state)
@@ -264,7 +264,7 @@ class WorkflowSession(RunSession):
             self._failed("a channel envelope")
         if flips:  # a human's text flipped a flag: into context_vars from the next fold on
             await self._post_as(envelope.channel_id, envelope.sender_id, _flipped(flips))
-        if put_back[0] or put_back[1]:  # the run refused what a tool set: not routed on
+        if put_back[0] or put_back[1]:  # the run refused what a tool set or deleted
             await self._post_as(envelope.channel_id, envelope.sender_id, *put_back)
 
     async def before_fold(self, envelope: Any) -> None:
@@ -333,9 +333,9 @@ class WorkflowSession(RunSession):
         self, channel_id: str, sender: str, sets: dict[str, Any], deletes: Sequence[str] = ()
     ) -> None:
         """Post an ``EV_CONTEXT_SET`` into the channel as ``sender``: a human's flips, or the
-        run's values where the run refused a tool's ``set_context`` (deleting a name the run
-        lacks). From the hub listener, inside the tool's own ``set_context`` call, so the graph
-        folds the turn's packet with the run's value: a refused value never routes."""
+        run's values where the run refused a tool's ``set_context`` or ``delete_context``
+        (deleting a name the run lacks). From the hub listener, inside the tool's own call, so
+        the graph folds the turn's packet with the run's value: a refused change never routes."""
         event_data: dict[str, Any] = {"set": sets}
         if deletes:
             event_data["delete"] = list(deletes)

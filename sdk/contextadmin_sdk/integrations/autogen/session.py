@@ -98,7 +98,7 @@ def attach(pattern: Any, config: ConfigArg, **options: Unpack[RunOptions]) -> AG
         options=options,
     )
     session = AG2Session(pattern=pattern, opened=opened)
-    session._resume_running()  # a chat that raised: running again
+    session._resume_running()  # a resumed run: where it resumed (a paused one: running again)
     return session
 
 

@@ -1,0 +1,44 @@
+// Where a run resumed, marked on the path taken under the agents graph: the server's
+// `resumes` (execution.resumes with when it received each: a run_status of running after the
+// run's first event, sent when a paused run goes on or a new runtime takes over a crashed
+// one's run), so an operator sees where one runtime stopped and the next took over.
+
+import { el, when } from "./dom.js";
+
+/** Why the run resumed there, in words (`from`: the status it resumed from). */
+function why(resume) {
+  return resume.from === "paused"
+    ? "the run was paused; it went on from here"
+    : "the runtime before stopped reporting without ending the run; a new one took it over here";
+}
+
+/** One resume's marker: "⟲ resumed here at #9 (2026-11-25 05:50:38 UTC)", its reason as tooltip. */
+export function resumeMarker(resume) {
+  const at = resume.received_at ? ` (${when(resume.received_at)})` : "";
+  return el("span", { class: "path-resume", title: why(resume), dataset: { seq: resume.seq } },
+    `⟲ resumed here at #${resume.seq}${at}`);
+}
+
+/**
+ * The path's text after "N hand-offs taken": its last `limit` hand-offs and, in seq order among
+ * them, each resume after the last hand-off left out ("" when there is neither).
+ */
+export function pathTaken(path, resumes, limit) {
+  const shown = path.slice(-limit);
+  const before = path.length > limit ? path[path.length - limit - 1].seq : -Infinity;
+  const items = [
+    ...shown.map((edge) => ({ seq: edge.seq, node: `${edge.source} → ${edge.target} at #${edge.seq}` })),
+    ...(resumes || []).filter((resume) => resume.seq > before).map((resume) => ({ seq: resume.seq, node: resumeMarker(resume) })),
+  ].sort((a, b) => a.seq - b.seq);
+  if (!items.length) return "";
+  return [path.length > limit ? ", the last: " : ": ", items.map((item, i) => [i ? ", " : "", item.node])];
+}
+
+/** Follow a live event message: a run_status of running after the first event is a resume
+ * (the server's rule, contextadmin_sdk.engine.lifecycle.resume_mark); `status` is the run's
+ * status before it. Its time is its arrival, as the page's "last event" is. */
+export function followResumes(resumes, message, status) {
+  const { event, seq } = message;
+  if (event.type !== "run_status" || event.status !== "running" || seq <= 1) return resumes;
+  return [...resumes, { seq, from: status, received_at: new Date().toISOString() }];
+}

@@ -1,0 +1,54 @@
+"""The run page marks where a run resumed on its path taken (docs/inspector.md "Agents"): a
+runtime stops mid-run, a new one resumes it (``RunReporter.resume``, then the ``run_status`` of
+``running`` that ``attach(..., run_id=...)`` sends) and the line under the agents graph shows
+"⟲ resumed here at #N (time)" between the hand-offs before and after, live, after a reload and
+in time travel (Debian Chromium against a real Daphne)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from contextadmin_sdk.client import RunReporter
+from playwright.sync_api import expect
+
+from tests.inspector.conftest import LiveServer
+from tests.inspector.test_browser import open_run, travel
+
+pytestmark = pytest.mark.browser
+
+TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+PATH = re.compile(
+    rf"InterviewAgent → ContextVariablesAgent at #2, ⟲ resumed here at #3 \({TIME}\), "
+    r"ContextVariablesAgent → HandoffsAgent at #4$"
+)
+
+
+def test_the_path_taken_marks_where_a_new_runtime_resumed_the_run(page, live: LiveServer):
+    first = live.reporter("Routed")
+    open_run(page, first.run_id)
+    first.event("agent_text", agent="InterviewAgent", text="next")  # 1
+    first.event("handoff", agent="InterviewAgent", target="ContextVariablesAgent", rule=0)  # 2
+    # The runtime dies; a new process resumes the run as attach(..., run_id=...) does.
+    again = RunReporter(live.url, live.secret, batch_size=1, retries=2)
+    again.resume(first.run_id)
+    again.event("run_status", status="running")  # 3
+    again.event("handoff", agent="ContextVariablesAgent", target="HandoffsAgent", rule=1)  # 4
+
+    summary = page.locator("#graph .graph-summary")
+    marker = summary.locator(".path-resume")
+    expect(summary).to_contain_text(PATH)  # live: from the event messages
+    expect(marker).to_have_count(1)
+    expect(marker).to_have_attribute("title", re.compile("a new one took it over here"))
+
+    page.reload()  # from the server's snapshot: the time it received the run_status
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    expect(summary).to_contain_text(PATH)
+    expect(marker).to_have_text(re.compile(rf"^⟲ resumed here at #3 \({TIME}\)$"))
+
+    travel(page, 2)  # before the resume: no mark
+    expect(page.locator("#graph-at")).to_have_text("after #2")
+    expect(marker).to_have_count(0)
+    travel(page, 3)
+    expect(page.locator("#graph-at")).to_have_text("after #3")
+    expect(marker).to_have_count(1)
