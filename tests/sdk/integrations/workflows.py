@@ -6,17 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ag2 import Agent
-from ag2.network import (
-    AgentTarget,
-    ChannelInject,
-    FromSpeaker,
-    Hub,
-    RevertToInitiatorTarget,
-    TerminateTarget,
-    Transition,
-    TransitionGraph,
-)
+from ag2 import Agent, network
+from ag2.network import ChannelInject, Hub, TransitionGraph
 from ag2.network.workflow_helpers import delete_context, set_context
 from contextadmin_sdk.integrations.ag2 import AgentSession, WorkflowSession, attach, scripted
 from contextadmin_sdk.integrations.ag2.scripted import ToolCall
@@ -131,12 +122,17 @@ async def two_stage(
     graph = TransitionGraph(
         initial_speaker=user.agent_id,
         transitions=[
-            Transition(FromSpeaker(user.agent_id), AgentTarget(ids["InterviewAgent"])),
-            Transition(FromSpeaker(ids["InterviewAgent"]), RevertToInitiatorTarget()),
-            Transition(FromSpeaker(ids["Planner"]), TerminateTarget()),
-            Transition(FromSpeaker(ids["Closer"]), TerminateTarget()),
+            _edge(user.agent_id, network.AgentTarget(ids["InterviewAgent"])),
+            _edge(ids["InterviewAgent"], network.RevertToInitiatorTarget()),
+            _edge(ids["Planner"], network.TerminateTarget()),
+            _edge(ids["Closer"], network.TerminateTarget()),
         ],
         max_turns=max_turns,
     )
     scripted.ScriptedHuman(hub, user, answers)
     return Workflow(hub, user, agents, graph)
+
+
+def _edge(speaker: str, target: Any) -> network.Transition:
+    """After ``speaker``, ``target`` speaks (the graph of ``two_stage``)."""
+    return network.Transition(network.FromSpeaker(speaker), target)
