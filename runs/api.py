@@ -101,6 +101,7 @@ def read_json_body(request: HttpRequest) -> dict[str, Any]:
 # -- runs -------------------------------------------------------------------------------------
 RUN_START_FIELDS = {
     "workflow", "enterprise_id", "run_id", "environment", "context", "runtime", "definitions",
+    "unresolved",
 }
 
 
@@ -117,6 +118,7 @@ def run_start(request: HttpRequest, caller: Caller) -> tuple[int, dict[str, Any]
         context=body.get("context"),
         runtime=body.get("runtime"),
         definitions=body.get("definitions"),
+        unresolved=body.get("unresolved"),
         token=caller.token,
     )
     run = started.run

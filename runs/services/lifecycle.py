@@ -24,6 +24,7 @@ from contextadmin_sdk.engine import (
 from contextadmin_sdk.engine.format import (
     ENTERPRISE_ID_MAX_CHARS,
     ENVIRONMENTS,
+    MAX_VARIABLES,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
     json_value_problem,
@@ -62,6 +63,20 @@ def _supplied_context_check(context: Any) -> dict[str, Any]:
     return context
 
 
+def _unresolved_check(unresolved: Any, *, context: dict[str, Any] | None) -> dict[str, Any]:
+    """The runtime's reasons for what it could not read: an object, beside ``context`` (the
+    engine checks each name and reason against the definitions)."""
+    if unresolved is None:
+        return {}
+    if context is None:
+        raise BadRequest("unresolved: goes with context (without it, the server reads them)")
+    if not isinstance(unresolved, dict):
+        raise BadRequest("unresolved: must be an object of variable name -> reason")
+    if len(unresolved) > MAX_VARIABLES:
+        raise BadRequest(f"unresolved: {len(unresolved)} names, at most {MAX_VARIABLES}")
+    return unresolved
+
+
 @dataclass
 class StartedRun:
     run: Run
@@ -77,6 +92,7 @@ def run_start(
     context: dict[str, Any] | None = None,
     runtime: Any = None,
     definitions: Any = None,
+    unresolved: Any = None,
     token: ApiToken | None = None,
 ) -> StartedRun:
     """Start a run: pin the definitions the runtime ran with (the published ones when it sends
@@ -94,6 +110,7 @@ def run_start(
         raise BadRequest(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
     if context is not None:
         context = _supplied_context_check(context)
+    unresolved = _unresolved_check(unresolved, context=context)
     checked_runtime = runtime_check(runtime)
     definitions_check(definitions)
     token_check_workflow(token=token, workflow_name=workflow_name)
@@ -127,6 +144,7 @@ def run_start(
                 workflow_name=workflow_name,
                 enterprise_id=enterprise_id,
                 environment=environment,
+                unresolved=unresolved,
             )
         state = RunState(config, built.values, environment=environment)
     except ContextError as exc:

@@ -180,14 +180,16 @@ class RunReporter:
         context: dict[str, Any] | None = None,
         definitions: ContextVariablesFile | Mapping[str, Any] | None = None,
         runtime: Mapping[str, str] | None = None,
+        unresolved: Mapping[str, str] | None = None,
     ) -> str:
         """Start a run on the server and return its id (a retried start is idempotent by id).
 
         ``definitions``: what the runtime runs with (a parsed config is sent as its canonical
         export with its version and digest), so the run is pinned to them; ``runtime``: what
-        reports it (``contextadmin_sdk.client.definitions.runtime_info``). In background mode the
-        request
-        is queued and the id (``run_id`` or a new one) returned at once. Definitions fetched for
+        reports it (``contextadmin_sdk.client.definitions.runtime_info``); ``unresolved``: why
+        the runtime could not read the variables ``context`` leaves out (the run page shows it).
+        In background mode the request is queued and the id (``run_id`` or a new one) returned
+        at once. Definitions fetched for
         another workflow (``definitions()``) are a ``ValueError`` naming both, sending nothing.
         """
         definitions_workflow_check(definitions, workflow=workflow)
@@ -204,6 +206,8 @@ class RunReporter:
             body["definitions"] = declared_mapping(definitions)
         if runtime is not None:
             body["runtime"] = dict(runtime)
+        if unresolved:
+            body["unresolved"] = dict(unresolved)
         if self._background:
             assert run_id is not None
             self.run_id = run_id

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .coercion import env_flag
+from .format import UNRESOLVED_REASON_MAX_CHARS
 from .log import context_diff, logger
 
 STATUSES = ("resolved", "default", "unresolved", "suppressed")
@@ -15,7 +16,8 @@ PRODUCTION_REASON = "suppressed in production"
 PRODUCTION_PURGE_REASON = f"{PRODUCTION_REASON} (defensive purge)"
 SUPPLIED_REASON = "supplied by the runtime at start"
 # A declared database or environment variable the supplied context lacks: the runtime could not
-# read it (its own provenance named why; only the values reach the server), so it is unresolved.
+# read it, so it is unresolved, with the runtime's own reason when its start sends one
+# (``unresolved``), else with this general one.
 NOT_SUPPLIED_REASONS = {
     "database": "the runtime supplied no value at start: its look-up found none (no MongoDB "
     "configured, no matching document, or a failed look-up: the runtime's log says which)",
@@ -31,6 +33,18 @@ class Context:
     values: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    def unresolved_reasons(self) -> dict[str, str]:
+        """Why each database or environment variable left out of ``values`` is unread: what a
+        runtime sends at start beside its values, so the run page shows the exact reason."""
+        return {
+            name: str(entry.get("reason") or "")[:UNRESOLVED_REASON_MAX_CHARS]
+            for name, entry in self.provenance.items()
+            if entry.get("status") == "unresolved"
+            and entry.get("category") in NOT_SUPPLIED_REASONS
+            and entry.get("reason")
+            and name not in self.values
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Return the context as JSON-safe data."""

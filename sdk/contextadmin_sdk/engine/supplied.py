@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .arguments import require_config, require_mapping, require_str
@@ -22,6 +23,7 @@ from .format import (
     ENVIRONMENTS,
     NAME_MAX_CHARS,
     RESERVED_NAMES,
+    UNRESOLVED_REASON_MAX_CHARS,
     json_type_name,
     json_value_problem,
     value_matches_type,
@@ -44,6 +46,7 @@ def context_from_supplied(
     workflow_name: str,
     enterprise_id: str,
     environment: str = "development",
+    unresolved: Mapping[str, Any] | None = None,
 ) -> Context:
     """Build a run's context from one the runtime supplied at start, by the loader's rules.
 
@@ -56,7 +59,8 @@ def context_from_supplied(
     ``PRODUCTION_PURGE_REASON``, and a warning); a credential-looking value is redacted. A name
     the workflow does not declare is kept with category ``supplied``. A declared database or
     environment variable left out (the runtime could not read it) is ``unresolved``, with
-    ``NOT_SUPPLIED_REASONS``' reason: the run page shows it, as ``build_context`` would.
+    ``NOT_SUPPLIED_REASONS``' reason, or the runtime's own reason in ``unresolved`` (name ->
+    why its look-up failed): the run page shows it, as ``build_context`` would.
 
     Raises ``ConfigError`` for an invalid config, ``ValueError`` for an unknown ``environment``,
     and ``ContextError`` naming every ``context.<name>`` that breaks a rule.
@@ -158,12 +162,14 @@ def context_from_supplied(
                 f"{name}: declared {declared} but the runtime supplied "
                 f"{json_type_name(value)}; kept as is"
             )
+    reasons = _unresolved_reasons(unresolved or {}, categories=categories, supplied=supplied)
+    problems.extend(reasons.problems)
     if problems:
         raise ContextError(problems)
     for name, source in read_from.items():  # nothing dropped silently: what it could not read
         category = categories.get(name)
         if category in NOT_SUPPLIED_REASONS and name not in b.context.provenance:
-            reason = NOT_SUPPLIED_REASONS[category]
+            reason = reasons.given.get(name) or NOT_SUPPLIED_REASONS[category]
             b.note(name, category=category, source=source, status="unresolved", reason=reason)
     if purged:
         b.warn(
@@ -171,3 +177,34 @@ def context_from_supplied(
             f"{', '.join(purged)}"
         )
     return b.context
+
+
+@dataclass
+class _Reasons:
+    given: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _unresolved_reasons(
+    unresolved: Mapping[str, Any], *, categories: Mapping[str, str], supplied: Mapping[str, Any]
+) -> _Reasons:
+    """The runtime's reasons for the database and environment variables it could not read,
+    checked: each names such a variable the context leaves out, in at most
+    ``UNRESOLVED_REASON_MAX_CHARS`` characters; a credential-looking reason is redacted."""
+    reasons = _Reasons()
+    for name, reason in unresolved.items():
+        where = f"unresolved.{name}"
+        if categories.get(name) not in NOT_SUPPLIED_REASONS:
+            reasons.problems.append(f"{where}: not a database or environment variable here")
+        elif name in supplied:
+            reasons.problems.append(f"{where}: the context supplies a value for it")
+        elif not isinstance(reason, str) or not reason.strip():
+            reasons.problems.append(f"{where}: must be a non-empty string (why it is unread)")
+        elif len(reason) > UNRESOLVED_REASON_MAX_CHARS:
+            reasons.problems.append(
+                f"{where}: {len(reason)} characters, at most {UNRESOLVED_REASON_MAX_CHARS}"
+            )
+        else:
+            shown, redacted = redact_credentials(reason)
+            reasons.given[name] = f"the runtime could not read it: {redacted or shown}"
+    return reasons

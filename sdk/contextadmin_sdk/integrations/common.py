@@ -196,6 +196,7 @@ def open_run(
                 context=copy.deepcopy(dict(built.values)),
                 definitions=config,  # the run is pinned to what this workflow runs with
                 runtime=runtime,
+                unresolved=built.unresolved_reasons(),
             )
         return OpenedRun(config, state, [], list(built.warnings), reporter, flush_timeout)
     assert reporter is not None

@@ -55,6 +55,10 @@ async def test_a_1x_workflow_reaches_the_server_completed_with_the_adapters_stat
         ("handoffs_reviewed", 13),
     ]
     assert state["state"]["execution"]["path"] == session.state.get("execution.path")
+    # attached without MongoDB: the run page says exactly why the runtime has no value
+    assert state["provenance"]["concept_overview"]["reason"] == (
+        "the runtime could not read it: no MongoDB configured"
+    )
     if state.get("runtime"):  # the run records the runtime that reported it
         assert state["runtime"]["framework"] == "ag2"
 

@@ -87,6 +87,7 @@ from .limits import (
     STATE_NAMESPACES,
     STATE_PATH_MAX_CHARS,
     STATE_PATH_MAX_KEYS,
+    UNRESOLVED_REASON_MAX_CHARS,
     run_id_valid,
 )
 from .models import (
@@ -183,6 +184,7 @@ __all__ = [
     "STATE_PATH_MAX_KEYS",
     "STATE_PATH_PATTERN",
     "TRIGGER_TYPES",
+    "UNRESOLVED_REASON_MAX_CHARS",
     "AgentTextTrigger",
     "AgentTurnCountTrigger",
     "AnyVariable",

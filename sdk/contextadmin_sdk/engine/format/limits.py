@@ -58,6 +58,7 @@ NODE_DATA_MAX_BYTES = 2_000  # a tool's last response (as JSON); larger: a previ
 STATE_MAX_NODES = 500  # distinct agents and tools a run's state tracks (nodes, visited agents)
 PATH_MAX_EDGES = 1_000  # hand-off edges kept in execution.path (the latest; each has its seq)
 RESUMES_MAX = 100  # resume points kept in execution.resumes (the latest; each has its seq)
+UNRESOLVED_REASON_MAX_CHARS = 500  # a runtime's reason it could not read a variable (at start)
 # Seed 004's namespaces of a run's state; an output mapping writes the last two (docs/format.md
 # "outputs"), and no variable, agent or tool takes their names ({{agent.…}} reads the state).
 STATE_NAMESPACES: tuple[str, ...] = ("context", "nodes", "execution", "agent", "world")
