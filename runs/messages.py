@@ -9,6 +9,7 @@ an event's sender); this module only shapes it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -36,8 +37,10 @@ def event_message(
     event: Mapping[str, Any],
     result: Mapping[str, Any],
     handoffs: list[dict[str, Any]],
+    received_at: datetime | None = None,
 ) -> str:
-    """The inspector's wire message for one stored event (live and catch-up alike)."""
+    """The inspector's wire message for one stored event (live and catch-up alike; a stored
+    one has ``received_at``, which a resume mark carries: a replayed mark keeps its time)."""
     message = {
         "type": "event",
         "seq": seq,
@@ -49,6 +52,9 @@ def event_message(
     }
     if "outputs" in result:  # a mapped tool's response: what each output mapping wrote
         message["outputs"] = result["outputs"]
+    if "resumed" in result:  # the engine's resume mark (execution.resumes) of this event
+        when = {"received_at": received_at.isoformat()} if received_at is not None else {}
+        message["resumed"] = {**result["resumed"], **when}
     return json_text(message)
 
 

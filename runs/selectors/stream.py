@@ -49,7 +49,11 @@ def run_event_messages(
             state.apply(event.payload)
             handoffs = handoffs_now(config, state.context)
             text = event_message(
-                seq=event.seq, event=event.payload, result=event.result, handoffs=handoffs
+                seq=event.seq,
+                event=event.payload,
+                result=event.result,
+                handoffs=handoffs,
+                received_at=event.received_at,
             )
             messages.append((event.seq, text))
     return messages

@@ -367,6 +367,8 @@ def _event_apply(
     outcome = {"flips": flips, "changes": applied.changes}
     if applied.outputs:  # seed 004: what each output mapping of this tool wrote, or why not
         outcome["outputs"] = [write.as_dict() for write in applied.outputs]
+    if applied.resumed is not None:  # where a runtime took the run over: the run page marks it
+        outcome["resumed"] = applied.resumed
     batch.events.append(
         RunEvent(
             run=run,

@@ -34,11 +34,10 @@ export function pathTaken(path, resumes, limit) {
   return [path.length > limit ? ", the last: " : ": ", items.map((item, i) => [i ? ", " : "", item.node])];
 }
 
-/** Follow a live event message: a run_status of running after the first event is a resume
- * (the server's rule, contextadmin_sdk.engine.lifecycle.resume_mark); `status` is the run's
- * status before it. Its time is its arrival, as the page's "last event" is. */
-export function followResumes(resumes, message, status) {
-  const { event, seq } = message;
-  if (event.type !== "run_status" || event.status !== "running" || seq <= 1) return resumes;
-  return [...resumes, { seq, from: status, received_at: new Date().toISOString() }];
+/** Follow an event message: the server marks an event that resumed the run (`resumed`, the
+ * engine's execution.resumes entry). A stored event's mark has the time the server received
+ * it; a live one's, none yet: its arrival, as the page's "last event" is. */
+export function followResumes(resumes, message) {
+  if (!message.resumed) return resumes;
+  return [...resumes, { received_at: new Date().toISOString(), ...message.resumed }];
 }

@@ -80,7 +80,7 @@ export function applyEvent(model, message, ended) {
     model.run.event_count = message.seq;
   }
   if (message.event.type === "warning") model.warnings += 1;
-  model.resumes = followResumes(model.resumes, message, model.status);
+  model.resumes = followResumes(model.resumes, message);
   if (message.event.type === "run_status") {
     const status = message.event.status;
     model.status = status;

@@ -6,6 +6,7 @@ Reading a past state replays the log without logging its flips again."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -52,6 +53,13 @@ def test_the_state_marks_where_the_run_resumed_and_when(api: Api) -> None:
     # The inspector's first message carries them too (a reload shows the mark).
     snapshot = selectors.run_snapshot(run_id=run_id, after=None)
     assert snapshot["resumes"] == state["resumes"]
+    # Each live (and catch-up) event message carries the server's mark: the page never decides
+    # by itself which event resumed the run.
+    messages = {seq: json.loads(text) for seq, text in selectors.run_event_messages(
+        run_id=run_id, after=0)}
+    marked = {seq: message["resumed"] for seq, message in messages.items() if "resumed" in message}
+    # replayed (the page opens on an earlier snapshot): the time the server received each
+    assert list(marked.values()) == state["resumes"]
 
 
 def test_a_run_that_never_resumed_has_no_mark(api: Api) -> None:

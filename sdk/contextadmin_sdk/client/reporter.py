@@ -263,8 +263,9 @@ class RunReporter:
         retried ``retries`` times (default: the reporter's ``retries``)."""
         return self._request("GET", f"/api/runs/{run_id}/state/", None, retries=retries)
 
-    def resume(self, run_id: str) -> Resumed:
-        """Continue an existing run: its server state, plus what the spool holds beyond it.
+    def resume(self, run_id: str, *, check: Callable[[Resumed], None] | None = None) -> Resumed:
+        """Continue an existing run: its server state, plus what the spool holds beyond it;
+        ``check`` sees what was found first and may refuse it by raising.
 
         The spool's events the server has not stored are queued for delivery (background
         mode), and the next event gets the seq after the last one observed. Raises
@@ -294,15 +295,17 @@ class RunReporter:
             )
         server_seq = int(server["seq"]) if server is not None else 0
         unsent = [event for event in spool.events if event["seq"] > server_seq]
+        resumed = Resumed(
+            server=server, start=spool.start, unsent=unsent, spool_path=self._spool_path(run_id)
+        )
+        if check is not None:
+            check(resumed)  # may refuse the run: before this reporter takes it or sends a thing
         self.run_id = run_id
         self.state = server
         self.last_acked_seq = server_seq
         last_seq = unsent[-1]["seq"] if unsent else server_seq
         self._next_seq = last_seq + 1
         start_body = spool.start if server is None else None
-        resumed = Resumed(
-            server=server, start=spool.start, unsent=unsent, spool_path=self._spool_path(run_id)
-        )
         if self._background:
             self._sender = BackgroundSender(
                 self, start_body=start_body, resumed=unsent, spool_append=True

@@ -63,14 +63,16 @@ def run_status_problem(current: str, new: str) -> str | None:
     return f"status: a {current} run cannot become {new}"
 
 
-def resume_mark(execution: dict[str, Any], *, seq: int, status: str) -> None:
+def resume_mark(execution: dict[str, Any], *, seq: int, status: str) -> dict[str, Any] | None:
     """Record a ``run_status`` of ``status`` at ``seq`` that resumes the run: ``running`` after
     its first event, as ``{"seq", "from"}`` (``from``: the status before, ``paused``, or
     ``running`` when the runtime before stopped without pausing). The run page marks it on the
     path, so an operator sees where one runtime stopped and the next took over. Absent until
-    the first; the latest ``RESUMES_MAX`` are kept."""
+    the first; the latest ``RESUMES_MAX`` are kept. Returns the mark (``None``: no resume)."""
     if status != "running" or seq <= 1:  # a run's first event resumes nothing
-        return
+        return None
+    mark = {"seq": seq, "from": execution["status"]}
     resumes: list[dict[str, Any]] = execution.setdefault("resumes", [])
-    resumes.append({"seq": seq, "from": execution["status"]})
+    resumes.append(mark)
     del resumes[:-RESUMES_MAX]
+    return dict(mark)

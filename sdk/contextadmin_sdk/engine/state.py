@@ -99,6 +99,7 @@ class Applied:
     flips: list[Flip] = field(default_factory=list)
     changes: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: list[OutputWrite] = field(default_factory=list)
+    resumed: dict[str, Any] | None = None  # a run_status that resumed the run: its mark
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -108,6 +109,8 @@ class Applied:
         }
         if self.outputs:  # only events of a mapped tool carry the key
             out["outputs"] = [write.as_dict() for write in self.outputs]
+        if self.resumed is not None:
+            out["resumed"] = dict(self.resumed)
         return out
 
 
@@ -309,6 +312,7 @@ class RunState:
         flips: list[Flip] = []
         changes: dict[str, dict[str, Any]] = {}
         outputs: list[OutputWrite] = []
+        resumed: dict[str, Any] | None = None
         type_ = event["type"]
         execution = self.execution
         if type_ == "agent_text":
@@ -343,7 +347,7 @@ class RunState:
             # counted for the run header; absent until the first (older snapshots lack it)
             execution["warnings"] = execution.get("warnings", 0) + 1
         elif type_ == "run_status":
-            resume_mark(execution, seq=seq, status=event["status"])  # before the status changes
+            resumed = resume_mark(execution, seq=seq, status=event["status"])  # before the change
             execution["status"] = event["status"]
         elif type_ == "handoff":
             source, target = event_sender(event), event["target"]
@@ -359,7 +363,7 @@ class RunState:
         for flip in flips:
             self.flips.append({**flip.as_dict(), "seq": seq})
             changes[flip.name] = {"old": self._before_flip.get(flip.name), "new": flip.value}
-        return Applied(seq, flips, changes, outputs)
+        return Applied(seq, flips, changes, outputs, resumed)
 
     def resolve(self, template: str) -> Resolution:
         """Resolve ``{{ref}}`` templates against this state: variables, nodes (seed 002), and

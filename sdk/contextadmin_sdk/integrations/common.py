@@ -9,6 +9,7 @@ Django-free and AG2-free: each adapter imports its own AG2.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import json
 import logging
@@ -20,7 +21,7 @@ from typing import Any, Required, TypedDict, get_origin, get_type_hints
 
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.client.definitions import definitions_workflow_check
-from contextadmin_sdk.client.resume import delivery_message
+from contextadmin_sdk.client.resume import Resumed, delivery_message
 from contextadmin_sdk.engine import (
     RUN_ENDED_STATUSES,
     TEXT_MAX_CHARS,
@@ -200,7 +201,12 @@ def open_run(
             )
         return OpenedRun(config, state, [], list(built.warnings), reporter, flush_timeout)
     assert reporter is not None
-    resumed = reporter.resume(run_id)
+    resumed = reporter.resume(
+        run_id,
+        check=functools.partial(
+            resumed_run_check, run_id=run_id, workflow=workflow_name, enterprise_id=enterprise_id
+        ),
+    )
     if resumed.server is not None:
         state = RunState.from_dict(
             config, {**resumed.server["state"], "flips": resumed.server.get("flips", [])}
@@ -235,6 +241,22 @@ def open_run(
         f"flags {', '.join(flags)} set" if flags else "no flag set",
     )
     return OpenedRun(config, state, list(resumed.unsent), [], reporter, flush_timeout, resumed=True)
+
+
+def resumed_run_check(resumed: Resumed, *, run_id: str, workflow: str, enterprise_id: str) -> None:
+    """A resume continues the run it names: refuse (``ValueError``) one that is another
+    workflow's or enterprise's run, which would route on other rules than the run's own."""
+    if resumed.server is not None:
+        context = resumed.server.get("state", {}).get("context") or {}
+        owner = (context.get("workflow_name"), context.get("enterprise_id"))
+    else:
+        owner = ((resumed.start or {}).get("workflow"), (resumed.start or {}).get("enterprise_id"))
+    if owner != (workflow, enterprise_id):
+        raise ValueError(
+            f"run {run_id} is workflow {owner[0]!r} for enterprise {owner[1]!r}, but attach() "
+            f"was given workflow_name={workflow!r}, enterprise_id={enterprise_id!r}: resume it "
+            "with the run's own workflow, definitions and enterprise"
+        )
 
 
 def refusal_message(event: Mapping[str, Any]) -> str:

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from autogen.agentchat import initiate_group_chat
 from contextadmin_sdk.client import RunReporter
+from contextadmin_sdk.integrations.autogen import attach
 
 from devservers.processes import free_port
-from runs.demo_chats.autogen_chat import OPENING, demo_pattern
+from runs.demo_chats.autogen_chat import DEMO_CONFIG, DEMO_WORKFLOW, OPENING, demo_pattern
 
 from .chats import attach_demo_chat
 
@@ -101,3 +102,41 @@ def test_a_resume_logs_one_line_and_only_the_flips_made_after_it(
         "status": "running",
         "seq": stopped_at + 1,
     }
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"enterprise_id": "globex"}, "enterprise_id='globex'"),
+        ({"workflow_name": "GeneratorChatCopy"}, "workflow_name='GeneratorChatCopy'"),
+    ],
+)
+def test_a_resume_of_another_workflows_or_enterprises_run_is_refused(
+    tmp_path: Path, options: dict[str, Any], named: str
+) -> None:
+    """A resume continues the run it names: given another workflow or enterprise, it would
+    route on rules the run does not have, so it is refused, naming the run's own."""
+    down = f"http://127.0.0.1:{free_port()}"
+    pattern = exploding_pattern()
+    first = attach_demo_chat(
+        pattern, reporter=reporter(down), spool_dir=tmp_path, flush_timeout=0.1
+    )
+    with pytest.raises(RuntimeError, match="provider is down"), first:
+        initiate_group_chat(pattern=pattern, messages=OPENING, max_rounds=30)
+
+    second = reporter(down)
+    with pytest.raises(ValueError) as refused:
+        attach(
+            demo_pattern(),
+            DEMO_CONFIG,
+            **{"workflow_name": DEMO_WORKFLOW, "enterprise_id": "acme", **options},
+            reporter=second,
+            spool_dir=tmp_path,
+            run_id=first.run_id,
+            flush_timeout=0.1,
+            environ={},
+        )
+    message = str(refused.value)
+    assert f"run {first.run_id} is workflow 'GeneratorChat' for enterprise 'acme'" in message
+    assert named in message
+    assert second.run_id is None  # refused before the reporter took the run or sent anything
