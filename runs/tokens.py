@@ -9,6 +9,7 @@ import secrets
 import threading
 import time
 
+from contextadmin_sdk.engine.format import API_TOKEN_PATTERN
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,7 +18,7 @@ from contextadmin.models import Workflow
 from runs.models import ApiToken
 
 TOKEN_PREFIX = "ca_"  # noqa: S105  (a marker, not a secret)
-TOKEN_PATTERN = re.compile(rf"{TOKEN_PREFIX}([0-9a-f]{{8}})_[A-Za-z0-9_-]{{20,100}}")
+TOKEN_PATTERN = re.compile(API_TOKEN_PATTERN)  # the engine's: a value of this shape is redacted
 # A token read from the database is trusted this long by this process; a revocation made in
 # another process takes effect within it (in this process, at once).
 TOKEN_CACHE_S = 1.0

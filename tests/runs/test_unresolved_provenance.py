@@ -137,3 +137,30 @@ def test_the_start_api_stores_the_runtimes_reason_and_refuses_a_bad_one_storing_
         assert answer.status_code == 400, body
         assert answer.json()["error"].startswith(field), answer.json()
     assert Run.objects.count() == before
+
+
+def test_a_reason_holding_one_of_this_servers_api_tokens_is_redacted(
+    api: Api, token_secret: str
+) -> None:
+    """A token the server made (create_api_token) is a credential wherever a run carries it."""
+    reason = f"auth failed token={token_secret}"
+    run_id = api.start(context=runtime_values(), unresolved={"concept_overview": reason})["run_id"]
+    shown = api.get(f"/api/runs/{run_id}/state/").json()["provenance"]["concept_overview"]
+    assert token_secret not in shown["reason"]
+    assert "contextadmin API token" in shown["reason"]
+
+
+def test_in_production_a_reason_for_an_environment_variable_is_refused() -> None:
+    """A production run never reads environment variables: a reason for one would be dropped
+    without a word, so it is refused, naming the variable."""
+    config = demo_config()
+    config["context_variables"]["environment_variables"].append(
+        {"name": "region", "type": "string", "source": {"type": "environment",
+                                                         "env_var": "REGION"}}
+    )
+    with pytest.raises(ContextError) as refused:
+        context_from_supplied(config, {}, workflow_name="Generator", enterprise_id="acme",
+                              environment="production", unresolved={"region": "unset"})
+    assert refused.value.problems == [
+        "unresolved.region: suppressed in production: a production run never reads it"
+    ]

@@ -253,3 +253,27 @@ def test_another_workflows_exported_file_is_refused_by_the_server(
         refused.value
     )
     assert "but the run is for workflow 'Generator'" in str(refused.value)
+
+
+def test_a_background_start_refused_for_its_definitions_does_not_advise_a_retry(
+    two_workflows: tuple[LiveServer, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """retry_start() would send the same definitions, so the error says to start a new run."""
+    server, token = two_workflows
+    shipped = tmp_path / "context_variables.json"
+    server.manage("export_context", "GeneratorChat", "-o", str(shipped))
+    reporter = RunReporter(server.url, token)
+    reporter.use_background()
+    with caplog.at_level(logging.ERROR, logger="contextadmin_sdk.client"):
+        reporter.start(
+            workflow="Generator",
+            enterprise_id="acme",
+            definitions=json.loads(shipped.read_text()),
+        )
+        assert reporter.wait_started(10) is False
+    assert reporter.error is not None
+    assert "definitions: are workflow 'GeneratorChat''s" in reporter.error
+    assert "cannot succeed as sent" in reporter.error
+    assert "start a new run with this workflow's definitions" in reporter.error
+    assert "call reporter.retry_start()" not in reporter.error
+    reporter.close(1)

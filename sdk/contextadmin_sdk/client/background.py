@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from contextadmin_sdk.client.outages import OUTAGES
-from contextadmin_sdk.client.refusals import from_api, start_refused_message
+from contextadmin_sdk.client.refusals import start_refused_message
 from contextadmin_sdk.client.resume import spool_kept
 from contextadmin_sdk.client.socket_transport import (
     SocketConnection,
@@ -401,12 +401,11 @@ class BackgroundSender:
         """Keep the events (spool, or memory up to capacity) and say once why and what to do."""
         message = start_refused_message(
             run_id=self.run_id,
-            cause=str(exc),
-            status=exc.status,
+            refusal=exc,
             workflow=(self.start_body or {}).get("workflow"),
             spool_path=self.spool_path,
             capacity=self.reporter.capacity,
-            base_url_wrong=None if from_api(exc.body) else self.reporter.base_url,
+            base_url=self.reporter.base_url,
         )
         with self.condition:
             self.start_refused = str(exc)

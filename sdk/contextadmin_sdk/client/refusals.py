@@ -5,7 +5,10 @@ definitions fetch (``contextadmin_sdk.client.definitions``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contextadmin_sdk.client.transport import ReportError
 
 __all__ = ["from_api", "refusal_fix", "start_refused_message"]
 
@@ -43,14 +46,24 @@ def refusal_fix(
 def start_refused_message(
     *,
     run_id: str | None,
-    cause: str,
-    status: int | None,
+    refusal: ReportError,
     workflow: str | None,
     spool_path: Path | None,
     capacity: int,
-    base_url_wrong: str | None = None,
+    base_url: str,
 ) -> str:
     """The one error of a refused run start: why, the fix, and where the events wait."""
+    body = refusal.body if isinstance(refusal.body, dict) else {}
+    if body.get("field") == "definitions":  # another workflow's: the same start cannot succeed
+        fix = (
+            "fix: this start cannot succeed as sent (retry_start() would send the same "
+            "definitions): start a new run with this workflow's definitions, or as the "
+            "workflow they belong to"
+        )
+        return (
+            f"the server refused to start run {run_id}: {refusal}; {fix}. No run exists there; "
+            "the chat goes on unreported"
+        )
     if spool_path is not None:
         kept = (
             f"kept in {spool_path}: once fixed, call reporter.retry_start(), or resume the run "
@@ -61,8 +74,9 @@ def start_refused_message(
             f"kept in memory (up to {capacity}): once fixed, call reporter.retry_start() "
             "before the process ends (a spool_dir keeps them longer)"
         )
-    fix = refusal_fix(status, workflow=workflow, base_url_wrong=base_url_wrong)
+    wrong = None if from_api(refusal.body) else base_url
+    fix = refusal_fix(refusal.status, workflow=workflow, base_url_wrong=wrong)
     return (
-        f"the server refused to start run {run_id}: {cause}; {fix}. No run exists there yet; "
+        f"the server refused to start run {run_id}: {refusal}; {fix}. No run exists there yet; "
         f"the chat goes on and its events are {kept}"
     )

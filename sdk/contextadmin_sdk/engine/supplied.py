@@ -162,7 +162,9 @@ def context_from_supplied(
                 f"{name}: declared {declared} but the runtime supplied "
                 f"{json_type_name(value)}; kept as is"
             )
-    reasons = _unresolved_reasons(unresolved or {}, categories=categories, supplied=supplied)
+    reasons = _unresolved_reasons(
+        unresolved or {}, categories=categories, supplied=supplied, production=production
+    )
     problems.extend(reasons.problems)
     if problems:
         raise ContextError(problems)
@@ -186,7 +188,11 @@ class _Reasons:
 
 
 def _unresolved_reasons(
-    unresolved: Mapping[str, Any], *, categories: Mapping[str, str], supplied: Mapping[str, Any]
+    unresolved: Mapping[str, Any],
+    *,
+    categories: Mapping[str, str],
+    supplied: Mapping[str, Any],
+    production: bool,
 ) -> _Reasons:
     """The runtime's reasons for the database and environment variables it could not read,
     checked: each names such a variable the context leaves out, in at most
@@ -198,6 +204,10 @@ def _unresolved_reasons(
             reasons.problems.append(f"{where}: not a database or environment variable here")
         elif name in supplied:
             reasons.problems.append(f"{where}: the context supplies a value for it")
+        elif production and categories[name] == "environment":
+            reasons.problems.append(
+                f"{where}: {PRODUCTION_REASON}: a production run never reads it"
+            )
         elif not isinstance(reason, str) or not reason.strip():
             reasons.problems.append(f"{where}: must be a non-empty string (why it is unread)")
         elif len(reason) > UNRESOLVED_REASON_MAX_CHARS:

@@ -118,6 +118,8 @@ def test_server_env_vars_lists_every_setting_the_server_reads() -> None:
         ("xoxb-1234567890-abcdef", "Slack"),
         ("sk-live-0123456789abcdefghij", "sk-"),
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig", "JSON Web Token"),
+        ("auth failed token=ca_a0ce862d_y5tcQ2v8kLm3Np7rTz1WxYb4", "contextadmin API token"),
+        ("ca_not_a_token", None),
         ("https://example.com/path", None),
         ("postgres://db.internal:5432/app", None),
         ("user@example.com", None),

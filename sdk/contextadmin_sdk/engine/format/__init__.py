@@ -43,6 +43,7 @@ from .handoff_conditions import (
     condition_problems,
 )
 from .limits import (
+    API_TOKEN_PATTERN,
     BASE_FLAGS,
     CATEGORIES,
     CATEGORY_KEYS,
@@ -135,6 +136,7 @@ from .values import (
 )
 
 __all__ = [
+    "API_TOKEN_PATTERN",
     "BASE_FLAGS",
     "CATEGORIES",
     "CATEGORY_KEYS",

@@ -140,6 +140,9 @@ SERVER_ENV_REASON = (
     "it never enters a context"
 )
 
+# This product's API tokens, ca_<8 hex: the prefix shown in the admin>_<secret> (the server's
+# runs/tokens.py makes and checks them; a value of this shape is a credential).
+API_TOKEN_PATTERN = r"ca_([0-9a-f]{8})_[A-Za-z0-9_-]{20,100}"  # noqa: S105  (a shape, not a secret)
 # What a credential-looking value is replaced by when read (loader, supplied contexts).
 REDACTED_MARKER = "[redacted]"
 # Each pattern is anchored on a literal and uses only bounded or separator-stopped repeats, so a
@@ -156,4 +159,5 @@ _CREDENTIAL_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10}"), "a Slack token"),
     (re.compile(r"\bsk-(?:live-|proj-|ant-)?[A-Za-z0-9_-]{20}"), "an API secret key (sk-...)"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,200}\.eyJ[A-Za-z0-9_-]{8}"), "a JSON Web Token"),
+    (re.compile(rf"\b{API_TOKEN_PATTERN}"), "a contextadmin API token"),
 )
