@@ -55,7 +55,7 @@ class Profile:
 
 
 FULL = Profile("full", 5, 1000, 500, 50, 20_000, 10_000, 30, 30, 100_000, 10_000, 100_000, 40, 3)
-QUICK = Profile("quick", 2, 100, 60, 10, 2_000, 1_000, 5, 5, 20_000, 2_000, 10_000, 10, 2)
+QUICK = Profile("quick", 1, 40, 30, 10, 2_000, 1_000, 3, 3, 20_000, 2_000, 10_000, 10, 2)
 
 RATE = 100.0  # events/s for B1 and B3
 FANOUT = 50
@@ -280,7 +280,7 @@ class Bench:
             return
         from bench import ag2
 
-        turns, reps = (100, 1) if self.profile.name == "quick" else (1000, 5)
+        turns, reps = (20, 1) if self.profile.name == "quick" else (1000, 5)
         self.quiet()
         r = ag2.b9_adapter(turns=turns, reps=reps, workdir=self.workdir)
         s = r.scenarios

@@ -186,14 +186,15 @@ def b9_adapter(*, turns: int, reps: int, workdir: Path) -> B9:
     and fake servers."""
     from bench import ag2x
     from bench.servers import prepare_site
-    from devservers.processes import PROJECT, Daphne, free_port, manage, wait_for_port
+    from devservers.processes import PROJECT, Daphne, free_port, wait_for_port
 
     config = chat_config(turns)
     (workdir / "b9").mkdir(parents=True, exist_ok=True)
-    site = prepare_site(workdir / "b9")
     config_path = workdir / "b9-config.json"
     config_path.write_text(json.dumps(config))
-    manage(site.env(), "import_context", str(config_path), "--workflow", WORKFLOW)
+    site = prepare_site(
+        workdir / "b9", commands=[("import_context", str(config_path), "--workflow", WORKFLOW)]
+    )
     daphne = Daphne(site.env(), workdir / "b9-daphne.log").start()
     slow_port = free_port()
     slow = subprocess.Popen(  # its own process: it must not share this one's GIL

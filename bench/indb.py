@@ -15,6 +15,7 @@ from typing import Any
 from bench import configs
 from bench.live import event
 from bench.stats import Timings
+from devservers.migrated import database_migrate
 
 perf = time.perf_counter
 
@@ -30,6 +31,8 @@ def django_setup(database_url: str) -> str:
     )
     for name in ("REDIS_URL", "MONGODB_URI"):
         os.environ.pop(name, None)
+    if database_url.startswith("sqlite:///"):  # a copy of the migrated template: no migration
+        database_migrate(dict(os.environ))  # to run below (devservers/migrated.py)
     import django
 
     django.setup()

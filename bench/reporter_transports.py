@@ -42,15 +42,12 @@ from bench.live import open_inspector
 from bench.machine import Machine, OtherWork
 from bench.servers import Site, prepare_site
 from bench.stats import percentile
-from devservers.processes import PROJECT, Daphne, manage
+from devservers.processes import PROJECT, Daphne
 
 TRANSPORTS = ("http", "websocket")
 RUNS_PER_TOKEN = 100  # API_MAX_SOCKETS_PER_TOKEN is 200; the rate limit is per token too
 BURST_WINDOW = 200  # saturated: unacknowledged events a runtime keeps at most
-TOKENS = (
-    "from runs.tokens import api_token_create as c; "
-    "print(' '.join(c(name=f'bench-rt-{i}')[1] for i in range({n})))"
-)
+FINAL_GRACE_S = 0.5  # an inspector keeps watching this long after its run's last event
 
 
 # -- the worker process: runtimes -------------------------------------------------------------
@@ -176,7 +173,8 @@ def events_stored(database: Path) -> int:
 
 async def watch(ws: Any, outcome: Outcome, *, since: float, until: float) -> None:
     """One inspector: the latency of every event sent after ``since`` (the warm-up, when the
-    runtimes open their connections, left out); count missing, duplicates and disorder."""
+    runtimes open their connections, left out); count missing, duplicates and disorder.
+    Watches until ``until``, or ``FINAL_GRACE_S`` after the run's last event (its run_status)."""
     last = 0
     seen: set[int] = set()
     try:
@@ -197,6 +195,8 @@ async def watch(ws: Any, outcome: Outcome, *, since: float, until: float) -> Non
                 outcome.out_of_order += 1
             seen.add(seq)
             last = seq
+            if message["event"].get("type") == "run_status":  # the run's last event: a late
+                until = min(until, time.time() + FINAL_GRACE_S)  # duplicate still counts
             sent_at = message["event"].get("text")  # the run's final run_status has none
             if sent_at is not None and float(sent_at) >= since:
                 outcome.latencies.append(now - float(sent_at))
@@ -287,11 +287,10 @@ def main() -> None:
         return
     sizes = [int(size) for size in args.runs.split(",") if size]
     with tempfile.TemporaryDirectory(prefix="bench-transports-") as tmp:
-        site = prepare_site(Path(tmp))
         need = args.procs * -(-max([*sizes, args.burst_runs]) // (args.procs * RUNS_PER_TOKEN))
+        site = prepare_site(Path(tmp), tokens=need)
         env = site.env()
-        made = manage(env, "shell", "-c", TOKENS.replace("{n}", str(need))).stdout
-        tokens = made.strip().splitlines()[-1].split()
+        tokens = list(site.tokens)
         machine = Machine.here(f"SQLite {sqlite3.sqlite_version}")
         print("\n".join(machine.lines({"memory": "channels InMemoryChannelLayer"})), flush=True)
         plan = [("paced", size) for size in sizes]

@@ -28,7 +28,6 @@ import resource
 import sqlite3
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,9 +36,9 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from bench.live import event, event_arrivals_watch, open_inspector, ws_connect
-from bench.servers import Site, daphnes, prepare_site
+from bench.servers import Site, daphnes, prepare_site, site_copy
 from bench.stats import Latency, Timings, percentile
-from devservers.processes import Daphne, manage
+from devservers.processes import Daphne
 
 perf = time.perf_counter
 MIB = 1024 * 1024
@@ -60,7 +59,7 @@ class ScaleProfile:
 
 
 SCALE_FULL = ScaleProfile((100_000, 1_000_000), 1000, 200, 30, 1000, 10, 100, 60, 5, 100)
-SCALE_QUICK = ScaleProfile((1_000, 5_000), 1000, 20, 3, 20, 2, 10, 3, 1, 10)
+SCALE_QUICK = ScaleProfile((1_000, 5_000), 1000, 20, 3, 20, 2, 10, 1, 1, 10)
 
 
 def scale_profile(name: str) -> ScaleProfile:
@@ -127,17 +126,6 @@ def rss(pid: int) -> tuple[int, int]:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def tokens(site: Site, count: int) -> list[str]:
-    """``count`` more API tokens on the site (``manage.py create_api_token``, as prepare_site)."""
-
-    def create(index: int) -> str:
-        done = manage(site.env(), "create_api_token", f"bench-scale-{index}")
-        return done.stdout.strip().splitlines()[-1]
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(create, range(count)))
 
 
 class Client:
@@ -542,9 +530,20 @@ def figures(bench: Any, figure: Any) -> None:
         return
     p = scale_profile(bench.profile.name)
     engine = "PostgreSQL" if bench.live_database else "SQLite"
+    count = -(-max(p.runs, p.baseline_runs) // p.runs_per_token)  # B11's API tokens
+    prepared: Site | None = None  # SQLite: one site prepared, each figure on a copy of it
+    if bench.live_database is None:
+        url = fresh_database(bench.workdir, None, "bench_scale")
+        prepared = prepare_site(bench.workdir, url, tokens=count)
+
+    def site_for(name: str) -> tuple[Site, str]:
+        url = fresh_database(bench.workdir, bench.live_database, name)
+        if prepared is not None:
+            return site_copy(prepared, url), url
+        return prepare_site(bench.workdir, url, tokens=count), url
+
     if bench.wanted("B10"):
-        url = fresh_database(bench.workdir, bench.live_database, "bench_b10")
-        site = prepare_site(bench.workdir, url)
+        site, url = site_for("bench_b10")
         bench.quiet()
         with daphnes(site, 1) as servers:
             long = b10_long_run(site, servers[0], url, p)
@@ -579,10 +578,8 @@ def figures(bench: Any, figure: Any) -> None:
             )
         )
     if bench.wanted("B11"):
-        url = fresh_database(bench.workdir, bench.live_database, "bench_b11")
-        site = prepare_site(bench.workdir, url)
-        count = -(-max(p.runs, p.baseline_runs) // p.runs_per_token)
-        secrets = tokens(site, count)
+        site, url = site_for("bench_b11")
+        secrets = list(site.tokens)
         bench.quiet()
         measured: dict[int, ManyRuns] = {}
         for runs in (p.baseline_runs, p.runs):

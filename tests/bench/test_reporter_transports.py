@@ -18,8 +18,8 @@ pytestmark = pytest.mark.slow
 def test_both_transports_report_every_event_once_over_the_transport_asked_for() -> None:
     env = {**os.environ, "PYTHONPATH": f"{PROJECT / 'sdk'}:{PROJECT}"}
     run = subprocess.run(
-        [sys.executable, "-m", "bench.reporter_transports", "--runs", "12", "--seconds", "3",
-         "--burst-runs", "4", "--burst-seconds", "1", "--procs", "2", "--inspectors", "4"],
+        [sys.executable, "-m", "bench.reporter_transports", "--runs", "12", "--seconds", "1",
+         "--burst-runs", "4", "--burst-seconds", "0.5", "--procs", "2", "--inspectors", "4"],
         capture_output=True, text=True, timeout=240, cwd=PROJECT, env=env,
     )
     assert run.returncode == 0, run.stderr[-2000:]

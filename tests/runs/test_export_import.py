@@ -15,6 +15,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.utils import timezone
 
 from contextadmin.asgi import application
 from runs import selectors, tokens
@@ -280,15 +282,34 @@ def test_simulate_run_reads_an_export_and_reuses_one_demo_token(tmp_path, db, mo
 
 
 def _many_events(run_id: str, count: int) -> None:
-    run = Run.objects.get(pk=run_id)
-    batch = []
-    for seq in range(1, count + 1):
-        payload = {"type": "agent_text", "agent": "user", "text": f"message {seq}", "seq": seq}
-        batch.append(RunEvent(run=run, seq=seq, type="agent_text", payload=payload))
-        if len(batch) == 10_000:
-            RunEvent.objects.bulk_create(batch)
-            batch = []
-    RunEvent.objects.bulk_create(batch)
+    """``count`` stored events in the run, written with the cursor's executemany (the ORM's
+    bulk_create spends ~50 µs an event building models: most of a huge run's test); each
+    value is prepared by the model's own field, so the rows are those the ORM would write."""
+    db = connections[DEFAULT_DB_ALIAS]  # the backend itself, not the per-thread proxy
+    fields = {f.attname: f for f in RunEvent._meta.concrete_fields if not f.primary_key}
+    fixed = {
+        "run_id": run_id,
+        "type": "agent_text",
+        "agent": "",
+        "result": {},
+        "received_at": timezone.now(),
+    }
+    same = {name: fields[name].get_db_prep_save(value, db) for name, value in fixed.items()}
+    payload = fields["payload"].get_db_prep_save
+    names = list(fields)
+    table = db.ops.quote_name(RunEvent._meta.db_table)
+    columns = ", ".join(db.ops.quote_name(fields[name].column) for name in names)
+    values = ", ".join(["%s"] * len(names))
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({values})"  # noqa: S608 (the model's names)
+    with transaction.atomic(), db.cursor() as cursor:
+        for first in range(1, count + 1, 10_000):
+            rows = []
+            for seq in range(first, min(first + 10_000, count + 1)):
+                text = f"message {seq}"
+                event = {"type": "agent_text", "agent": "user", "text": text, "seq": seq}
+                row = {**same, "seq": seq, "payload": payload(event, db)}
+                rows.append([row[name] for name in names])
+            cursor.executemany(sql, rows)
     Run.objects.filter(pk=run_id).update(last_seq=count)
 
 
