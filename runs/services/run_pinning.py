@@ -185,7 +185,7 @@ def _foreign_refuse(*, workflow: Workflow, digest: str | None, token: ApiToken |
     if other is None:
         return
     whose = (
-        f"are workflow {other.workflow.name!r}'s (its version {other.number}, {digest})"
+        f"are version {other.number} of workflow {other.workflow.name!r} ({digest})"
         if token_sees_workflow(token=token, workflow_name=other.workflow.name)
         else f"are another workflow's ({digest} is a version of a workflow other than this one)"
     )

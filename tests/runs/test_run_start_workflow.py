@@ -82,7 +82,7 @@ def start(
 
 def refusal(digest: str) -> str:
     return (
-        f"definitions: are workflow {OTHER!r}'s (its version 1, {digest}), but the run is for "
+        f"definitions: are version 1 of workflow {OTHER!r} ({digest}), but the run is for "
         f"workflow {RUN_FOR!r}; send the context_variables.json of {RUN_FOR!r}, or start the "
         "run as the workflow the definitions belong to"
     )

@@ -232,7 +232,7 @@ def test_definitions_fetched_for_another_workflow_never_start_its_run(
         workflow="GeneratorChat", enterprise_id="acme", run_id=run_id, definitions=chat
     )
     assert started == run_id
-    assert reporter.close(10) is True
+    assert reporter.close(10) is True  # a run with no event yet: close waits for its start
     assert reporter.fetch_state(run_id)["workflow_version"] == 1
 
 
@@ -249,7 +249,7 @@ def test_another_workflows_exported_file_is_refused_by_the_server(
             workflow="Generator", enterprise_id="acme", definitions=document
         )
     assert refused.value.status == 400
-    assert "definitions: are workflow 'GeneratorChat''s (its version 1, sha256:" in str(
+    assert "definitions: are version 1 of workflow 'GeneratorChat' (sha256:" in str(
         refused.value
     )
     assert "but the run is for workflow 'Generator'" in str(refused.value)
@@ -272,7 +272,7 @@ def test_a_background_start_refused_for_its_definitions_does_not_advise_a_retry(
         )
         assert reporter.wait_started(10) is False
     assert reporter.error is not None
-    assert "definitions: are workflow 'GeneratorChat''s" in reporter.error
+    assert "definitions: are version 1 of workflow 'GeneratorChat'" in reporter.error
     assert "cannot succeed as sent" in reporter.error
     assert "start a new run with this workflow's definitions" in reporter.error
     assert "call reporter.retry_start()" not in reporter.error

@@ -175,14 +175,15 @@ class BackgroundSender:
         with self.condition:
             self.urgent = True
             self.condition.notify_all()
-            while self.reporter.last_acked_seq < target and not self.given_up:
+            # the start too: a run closed before its first event must still exist
+            while (self.reporter.last_acked_seq < target or not self.started) and not self.given_up:
                 if self.stopped:
                     break
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
                 self.condition.wait(remaining if remaining is not None else 0.5)
-            return self.reporter.last_acked_seq >= target and not self.given_up
+            return self.reporter.last_acked_seq >= target and self.started and not self.given_up
 
     def close(self, timeout: float | None) -> bool:
         if self.closed is not None:
@@ -208,9 +209,8 @@ class BackgroundSender:
                     where,
                 )
             else:
-                logger.error(
-                    "run %s: %d events not acknowledged at close (%s)", self.run_id, unsent, where
-                )
+                what = f"{unsent} events" if unsent or self.started else "its start"
+                logger.error("run %s: %s not acknowledged at close (%s)", self.run_id, what, where)
         self.closed = delivered
         return delivered
 
@@ -250,8 +250,10 @@ class BackgroundSender:
                     self.http.post(
                         "/api/runs/", encode_record(self.start_body), token=reporter.token
                     )
-                    self.start_body = None
-                    self.started = True
+                    with self.condition:
+                        self.start_body = None
+                        self.started = True
+                        self.condition.notify_all()  # a close waiting for the start
                     self.start_answered.set()
                     self._socket_open()
                 else:
