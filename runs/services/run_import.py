@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from contextadmin_sdk.engine import RunState
+from contextadmin_sdk.engine import RunState, replaying
 from contextadmin_sdk.engine.format import (
     ENVIRONMENTS,
     ConfigError,
@@ -32,7 +32,7 @@ from runs.json_input import datetime_decode
 from runs.models import Run, RunEvent, RunSnapshot
 from runs.services import ingest
 from runs.services.lifecycle import RUN_ID_PATTERN
-from runs.services.run_pinning import runtime_check
+from runs.services.run_pinning import definitions_foreign_refuse, runtime_check
 
 
 @dataclass
@@ -93,17 +93,29 @@ def _run_create(header: dict[str, Any], *, run_id: str) -> Run:
             )
         workflow = Workflow.objects.filter(name=header["workflow"]).first()
         definitions_hash = hashlib.sha256(definitions_bytes).hexdigest()
+        # the version here with the same definitions (the original's number when it matches)
+        version = workflow_version_matching(
+            workflow=workflow,
+            digest=definitions_hash,
+            number=_positive_int(header.get("workflow_version")),
+        )
+        if workflow is not None and version is None:  # another workflow's, under a wrong name?
+            try:
+                definitions_foreign_refuse(
+                    workflow=workflow, digest=f"sha256:{definitions_hash}", token=None
+                )
+            except BadRequest as exc:
+                raise BadRequest(f"line 1: run.{exc.message}") from None
         run = Run.objects.create(
             id=run_id,
             workflow=workflow,
             workflow_name=header["workflow"],
             definitions=orjson.loads(definitions_bytes),
             definitions_hash=definitions_hash,
-            # the version here with the same definitions (the original's number when it matches)
-            workflow_version=workflow_version_matching(
-                workflow=workflow,
-                digest=definitions_hash,
-                number=_positive_int(header.get("workflow_version")),
+            workflow_version=version,
+            # a version of this server's, or definitions it has not published (as a start says)
+            definitions_source=(
+                Run.DefinitionsSource.VERSION if version else Run.DefinitionsSource.RUNTIME
             ),
             enterprise_id=header["enterprise_id"],
             environment=header["environment"],
@@ -162,7 +174,8 @@ def run_import(*, lines: Iterable[str | bytes], run_id: str | None = None) -> Im
     try:
         for first, events in _batches(iterator, settings.API_MAX_EVENTS_PER_BATCH):
             try:
-                ingest.event_ingest(run_id=run.pk, events=events, replay=True)
+                with replaying():  # past events: their flips were logged when they happened
+                    ingest.event_ingest(run_id=run.pk, events=events, replay=True)
             except ApiError as exc:
                 raise type(exc)(f"lines from {first}: {exc.message}", **exc.extra) from None
             count += len(events)

@@ -40,7 +40,13 @@ from contextadmin.selectors import VersionNotFound, workflow_published_config
 from runs.models import ApiToken, Run
 from runs.tokens import token_sees_workflow
 
-__all__ = ["DEFINITIONS_MAX_BYTES", "PinnedDefinitions", "definitions_pin", "runtime_check"]
+__all__ = [
+    "DEFINITIONS_MAX_BYTES",
+    "PinnedDefinitions",
+    "definitions_foreign_refuse",
+    "definitions_pin",
+    "runtime_check",
+]
 
 DEFINITIONS_MAX_BYTES = 512 * 1024
 REFERENCE_KEYS = frozenset({"version", "digest"})
@@ -138,7 +144,7 @@ def definitions_pin(
         number, digest = _reference_parse(definitions)
         found = _version_find(workflow=workflow, number=number, digest=digest)
         if found is None:
-            _foreign_refuse(workflow=workflow, digest=digest, token=token)
+            definitions_foreign_refuse(workflow=workflow, digest=digest, token=token)
             known = f"version {number}" if number is not None else "no version"
             raise Conflict(
                 f"definitions: {workflow.name} has {known} with "
@@ -170,11 +176,13 @@ def definitions_pin(
             return PinnedDefinitions(
                 config, body, None, Run.DefinitionsSource.VERSION, declared=declared
             )
-    _foreign_refuse(workflow=workflow, digest=digest, token=token)
+    definitions_foreign_refuse(workflow=workflow, digest=digest, token=token)
     return PinnedDefinitions(config, body, None, Run.DefinitionsSource.RUNTIME, declared=declared)
 
 
-def _foreign_refuse(*, workflow: Workflow, digest: str | None, token: ApiToken | None) -> None:
+def definitions_foreign_refuse(
+    *, workflow: Workflow, digest: str | None, token: ApiToken | None
+) -> None:
     """Refuse definitions that are none of ``workflow``'s versions but are another workflow's
     (its export or production export, by digest): the runtime named the wrong workflow. Empty
     definitions identify no workflow. A token scoped to ``workflow`` is not told the other's

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -422,3 +423,43 @@ def test_import_run_pins_no_version_whose_definitions_differ(tmp_path, db):
         export.write_text(json.dumps(data) + "\n")
         call_command("import_run", str(export), "--run-id", name)
         assert Run.objects.get(pk=name).workflow_version == expected
+
+
+def test_import_run_keeps_the_source_refuses_another_workflows_definitions_and_is_quiet(
+    tmp_path, db, caplog
+):
+    """An imported run says where its definitions stand here (a version, or not published here;
+    never "published", which means the runtime sent none), is refused under the name of a
+    workflow whose definitions they are not, as a start is, and replays its flips silently."""
+    from contextadmin.services import workflow_import
+
+    _setup(events=_full_run())
+    header = selectors.run_export_header(run=Run.objects.get(pk="orig"))
+    payloads = RunEvent.objects.filter(run_id="orig").order_by("seq").values_list(
+        "payload", flat=True)
+    export = tmp_path / "run.jsonl"
+    export.write_text("\n".join(json.dumps(x) for x in [header, *payloads]) + "\n")
+    caplog.clear()  # the original run's own flips, logged as it ran
+    with caplog.at_level(logging.INFO, logger="contextadmin_sdk"):
+        call_command("import_run", str(export), "--run-id", "copy")
+    assert Run.objects.get(pk="copy").definitions_source == Run.DefinitionsSource.VERSION
+    assert not [r for r in caplog.records if "flipped" in r.getMessage()]
+
+    edited = demo_config()
+    edited["context_variables"]["declarative_variables"][0]["value"] = "elsewhere"
+    workflow_import(name="Edited", data=edited)
+    header["run"]["workflow"] = "Edited"  # Generator's definitions under Edited's name
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text(json.dumps(header) + "\n")
+    with pytest.raises(CommandError, match=r"line 1: run\.definitions: are version 1 of workflow "
+                                           r"'Generator' .*but the run is for workflow 'Edited'"):
+        call_command("import_run", str(wrong), "--run-id", "wrong")
+    assert not Run.objects.filter(pk="wrong").exists()
+
+    header["run"]["definitions"] = edited  # Edited's own, no longer a version here
+    header["run"]["definitions"]["context_variables"]["declarative_variables"][0]["value"] = "x"
+    header["run"]["workflow_version"] = None
+    unpublished = tmp_path / "unpublished.jsonl"
+    unpublished.write_text(json.dumps(header) + "\n")
+    call_command("import_run", str(unpublished), "--run-id", "unpublished")
+    assert Run.objects.get(pk="unpublished").definitions_source == Run.DefinitionsSource.RUNTIME
