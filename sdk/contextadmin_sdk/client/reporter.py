@@ -189,8 +189,8 @@ class RunReporter:
         reports it (``contextadmin_sdk.client.definitions.runtime_info``); ``unresolved``: why
         the runtime could not read the variables ``context`` leaves out (the run page shows it).
         In background mode the request is queued and the id (``run_id`` or a new one) returned
-        at once. Definitions fetched for
-        another workflow (``definitions()``) are a ``ValueError`` naming both, sending nothing.
+        at once. Definitions fetched for another workflow (``definitions()``) are a
+        ``ValueError`` naming both, sending nothing.
         """
         definitions_workflow_check(definitions, workflow=workflow)
         body: dict[str, Any] = {"workflow": workflow, "enterprise_id": enterprise_id}
