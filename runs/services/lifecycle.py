@@ -118,12 +118,11 @@ def run_start(
     if workflow is None:
         raise NotFound(f"workflow: no workflow named {workflow_name!r}")
 
+    asked = _Asked(workflow_name, enterprise_id, environment, definitions)
     if run_id is not None:
         existing = Run.objects.filter(pk=run_id).first()
         if existing is not None:
-            return _run_start_retry(
-                existing, workflow_name=workflow_name, enterprise_id=enterprise_id
-            )
+            return _run_start_retry(existing, asked=asked, workflow=workflow, token=token)
 
     _token_runs_check(token)
     pinned = definitions_pin(workflow=workflow, definitions=definitions, token=token)
@@ -174,7 +173,7 @@ def run_start(
         existing = Run.objects.filter(pk=run_id).first() if run_id else None
         if existing is None:
             raise
-        return _run_start_retry(existing, workflow_name=workflow_name, enterprise_id=enterprise_id)
+        return _run_start_retry(existing, asked=asked, workflow=workflow, token=token)
     logger.info("run %s started for %s/%s (%s)", run.pk, workflow_name, enterprise_id, environment)
     return StartedRun(run=run, created=True)
 
@@ -195,11 +194,45 @@ def _token_runs_check(token: ApiToken | None, *, lock: bool = False) -> None:
         )
 
 
-def _run_start_retry(existing: Run, *, workflow_name: str, enterprise_id: str) -> StartedRun:
-    if existing.workflow_name != workflow_name or existing.enterprise_id != enterprise_id:
+@dataclass(frozen=True)
+class _Asked:
+    """What a start asks for, beyond its run_id: a retry must ask for the same run."""
+
+    workflow_name: str
+    enterprise_id: str
+    environment: str
+    definitions: Any
+
+
+def _run_start_retry(
+    existing: Run, *, asked: _Asked, workflow: Workflow, token: ApiToken | None
+) -> StartedRun:
+    """Answer a start whose run_id is taken: the same run again (a retry is idempotent), or
+    ``409`` naming what differs, so a runtime never reports into a run pinned to other rules."""
+    if (existing.workflow_name, existing.enterprise_id) != (
+        asked.workflow_name,
+        asked.enterprise_id,
+    ):
         # Run ids are one namespace, so a taken id cannot read as free; the answer names
         # neither the run's workflow nor its enterprise (a scoped token learns nothing).
         raise Conflict(
-            f"run_id: {existing.pk} is already taken by another run; choose another run_id"
+            f"run_id: {existing.pk} is already taken by another run; choose another run_id",
+            field="run_id",
         )
+    if existing.environment != asked.environment:
+        raise Conflict(
+            f"environment: run {existing.pk} started in {existing.environment}, this start says "
+            f"{asked.environment}; a retried start asks for the same run (or start a new run)",
+            field="environment",
+        )
+    if asked.definitions is not None:  # none: the run took what was published at its start
+        pinned = definitions_pin(workflow=workflow, definitions=asked.definitions, token=token)
+        if pinned.hash != existing.definitions_hash:
+            version = f" (version {existing.workflow_version})" if existing.workflow_version else ""
+            raise Conflict(
+                f"definitions: run {existing.pk} is pinned to sha256:{existing.definitions_hash}"
+                f"{version}, this start sends sha256:{pinned.hash}; a retried start sends the "
+                "definitions the run started with (or start a new run with these)",
+                field="definitions",
+            )
     return StartedRun(run=existing, created=False)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextadmin_sdk.engine import RunState
-from contextadmin_sdk.engine.format import ContextVariablesFile, parse_config
+from contextadmin_sdk.engine.format import ContextVariablesFile, config_digest, parse_config
 
 from runs.models import Run
 
@@ -24,6 +24,7 @@ CONFIGS_MAX = 256
 LIVE_STATES_MAX_BYTES = 64 * 1024 * 1024
 
 _configs_by_hash: dict[str, ContextVariablesFile] = {}
+_production_digests: dict[str, str] = {}
 
 
 def run_config(run: Run) -> ContextVariablesFile:
@@ -39,6 +40,19 @@ def run_config(run: Run) -> ContextVariablesFile:
             _configs_by_hash.clear()
         _configs_by_hash[run.definitions_hash] = config
     return config
+
+
+def run_digest_production(run: Run) -> str:
+    """Return the digest of the run's definitions as a production export, computed once per
+    process: a runtime deployed with that export holds these definitions too (a start with it
+    pins the same version), so a resume compares against both digests."""
+    digest = _production_digests.get(run.definitions_hash)
+    if digest is None:
+        digest = config_digest(run_config(run), production=True)
+        if len(_production_digests) >= CONFIGS_MAX:
+            _production_digests.clear()
+        _production_digests[run.definitions_hash] = digest
+    return digest
 
 
 @dataclass

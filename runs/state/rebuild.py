@@ -14,7 +14,7 @@ from contextadmin_sdk.engine.state import NAMESPACES
 from contextadmin.errors import BadRequest, NotFound
 from runs.messages import handoffs_now
 from runs.models import Run, RunEvent, RunSnapshot
-from runs.state.caches import run_config
+from runs.state.caches import run_config, run_digest_production
 
 
 @dataclass
@@ -30,6 +30,7 @@ class StateAt:
             "definitions": {  # what it pinned: a version of this server, or the runtime's own
                 "source": run.definitions_source,
                 "digest": f"sha256:{run.definitions_hash}",
+                "digest_production": run_digest_production(run),  # what a resume may hold
             },
             "runtime": run.runtime,  # what reported the run: {"framework", "version", "sdk"}
             # agent and world: {} in a state stored before seed 004's namespaces

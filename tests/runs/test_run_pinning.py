@@ -95,6 +95,7 @@ def test_definitions_never_published_here_are_kept_with_the_run(
     assert started["state"]["definitions"] == {
         "source": "runtime",
         "digest": fmt.config_digest(fmt.parse_config(edited).config),
+        "digest_production": fmt.config_digest(fmt.parse_config(edited).config, production=True),
     }
     run = Run.objects.get(pk=started["run_id"])
     assert run.definitions_source == "runtime"

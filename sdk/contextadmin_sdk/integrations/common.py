@@ -32,7 +32,7 @@ from contextadmin_sdk.engine import (
     load_config,
     replaying,
 )
-from contextadmin_sdk.engine.format import ContextVariablesFile
+from contextadmin_sdk.engine.format import ContextVariablesFile, config_digest
 from contextadmin_sdk.integrations.context_sync import deleted_text
 
 __all__ = [
@@ -204,7 +204,11 @@ def open_run(
     resumed = reporter.resume(
         run_id,
         check=functools.partial(
-            resumed_run_check, run_id=run_id, workflow=workflow_name, enterprise_id=enterprise_id
+            resumed_run_check,
+            run_id=run_id,
+            workflow=workflow_name,
+            enterprise_id=enterprise_id,
+            config=config,
         ),
     )
     if resumed.server is not None:
@@ -243,9 +247,17 @@ def open_run(
     return OpenedRun(config, state, list(resumed.unsent), [], reporter, flush_timeout, resumed=True)
 
 
-def resumed_run_check(resumed: Resumed, *, run_id: str, workflow: str, enterprise_id: str) -> None:
+def resumed_run_check(
+    resumed: Resumed,
+    *,
+    run_id: str,
+    workflow: str,
+    enterprise_id: str,
+    config: ContextVariablesFile,
+) -> None:
     """A resume continues the run it names: refuse (``ValueError``) one that is another
-    workflow's or enterprise's run, which would route on other rules than the run's own."""
+    workflow's or enterprise's run, or one pinned to other definitions than ``config``: the
+    chat would route on other rules than the run's own (and the run page shows)."""
     if resumed.server is not None:
         context = resumed.server.get("state", {}).get("context") or {}
         owner = (context.get("workflow_name"), context.get("enterprise_id"))
@@ -257,6 +269,30 @@ def resumed_run_check(resumed: Resumed, *, run_id: str, workflow: str, enterpris
             f"was given workflow_name={workflow!r}, enterprise_id={enterprise_id!r}: resume it "
             "with the run's own workflow, definitions and enterprise"
         )
+    pinned, version = _pinned_definitions(resumed)
+    held = config_digest(config)
+    if pinned and held not in pinned:
+        raise ValueError(
+            f"run {run_id} is pinned to definitions {pinned[0]}{version}, but this runtime "
+            f"holds {held}: resume it with the definitions it started with (a production "
+            "export of them will do), or start a new run with these"
+        )
+
+
+def _pinned_definitions(resumed: Resumed) -> tuple[tuple[str, ...], str]:
+    """The digests of what the run is pinned to (its full export first, then its production
+    export: a runtime may hold either), and its version's words; none when nothing says."""
+    if resumed.server is not None:
+        pinned = resumed.server.get("definitions") or {}
+        digests = (pinned.get("digest"), pinned.get("digest_production"))
+        number = resumed.server.get("workflow_version")
+    else:  # the server is away: what the run's start sent, as its spool kept it
+        sent = (resumed.start or {}).get("definitions") or {}
+        key = sent.get("version") if isinstance(sent, Mapping) else None
+        digests = (key.get("digest"),) if isinstance(key, Mapping) else ()
+        number = key.get("number") if isinstance(key, Mapping) else None
+    found = tuple(digest for digest in digests if isinstance(digest, str))
+    return found, f" (version {number})" if number is not None else ""
 
 
 def refusal_message(event: Mapping[str, Any]) -> str:
