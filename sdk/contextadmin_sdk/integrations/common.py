@@ -282,6 +282,7 @@ def resumed_run_check(
 def _pinned_definitions(resumed: Resumed) -> tuple[tuple[str, ...], str]:
     """The digests of what the run is pinned to (its full export first, then its production
     export: a runtime may hold either), and its version's words; none when nothing says."""
+    digests: tuple[Any, ...] = ()
     if resumed.server is not None:
         pinned = resumed.server.get("definitions") or {}
         digests = (pinned.get("digest"), pinned.get("digest_production"))
