@@ -30,7 +30,8 @@ export function eventBody(event) {
         event.tool ? el("span", { class: "muted" }, ` (set by tool ${event.tool})`) : null);
     case "warning": // a change the run refused: shown, counted, never dropped silently
       return el("div", { class: ["ev-text", "ev-warning"] }, "⚠ refused ",
-        el("code", {}, event.name), " = ", show(event.value),
+        ...(event.rule === "deleted" ? ["deleting ", el("code", {}, event.name)]
+          : [el("code", {}, event.name), " = ", show(event.value)]),
         event.tool ? ` by tool ${event.tool}` : "",
         el("span", { class: "pill warning-rule" }, String(event.rule ?? "")),
         event.text ? el("div", { class: "muted" }, event.text) : null);

@@ -5,6 +5,7 @@ in Debian Chromium against a real Daphne."""
 from __future__ import annotations
 
 import pytest
+from contextadmin_sdk.integrations.context_sync import deleted_text
 from playwright.sync_api import expect
 
 from tests.inspector.test_browser import context_value, open_run
@@ -60,4 +61,20 @@ def test_a_flag_set_by_a_tool_and_refused_changes_show_live(page, live):
     provenance = page.locator('#context tr[data-name="interview_complete"] td.provenance')
     expect(provenance).to_contain_text("set by tool save_plan at #2")
     expect(page.locator("#stream > li:visible")).to_have_count(1)
+    reporter.close()
+
+
+DELETED = {"type": "warning", "name": "max_items", "value": None, "tool": "drop_limits",
+           "rule": "deleted", "text": deleted_text("max_items")}
+
+
+def test_a_deleted_variable_reads_as_a_deletion_not_a_set_to_null(page, live):
+    reporter = live.reporter()
+    send(reporter, DELETED)
+    open_run(page, reporter.run_id)
+    row = page.locator("#event-1")
+    expect(row).to_contain_text("refused deleting max_items by tool drop_limits")
+    expect(row).not_to_contain_text("= null")
+    expect(row.locator(".warning-rule")).to_have_text("deleted")
+    expect(context_value(page, "max_items")).to_have_text("25")  # the run keeps its value
     reporter.close()

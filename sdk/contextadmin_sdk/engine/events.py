@@ -68,6 +68,7 @@ WARNING_RULES: tuple[str, ...] = (
     "undeclared",  # the workflow does not declare the name
     "type",  # not a value of the declared type (a derived flag takes a boolean only)
     "credential",  # a credential-looking value: context variables never hold secrets
+    "deleted",  # the chat deleted a declared variable: never deleted during a run (value null)
 )
 TEXT_MAX_CHARS = 100_000  # one agent message; longer text is a blob, not a chat turn
 

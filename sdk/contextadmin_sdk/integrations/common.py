@@ -33,7 +33,6 @@ from contextadmin_sdk.engine import (
     replaying,
 )
 from contextadmin_sdk.engine.format import ContextVariablesFile, config_digest
-from contextadmin_sdk.integrations.context_sync import deleted_text
 
 __all__ = [
     "ConfigArg",
@@ -302,7 +301,7 @@ def refusal_message(event: Mapping[str, Any]) -> str:
     who = " ".join(f"{key} {event[key]}" for key in ("tool", "agent") if key in event)
     did = (
         f"deleted {event['name']}"
-        if event.get("text") == deleted_text(event["name"])
+        if event.get("rule") == "deleted"
         else f"set {event['name']} to {event['value']!r}"
     )
     return f"{who or 'the chat'} {did}: refused ({event['text']}); recorded as a warning event"

@@ -16,8 +16,8 @@ a declared variable (or the base) is dropped silently: after every turn an adapt
 
 A declared variable (or base name) the chat deleted while the run holds a value (AG2 1.x
 ``delete_context``, a Classic reply function's ``context_variables.remove``) is a change the run
-may not take either: a ``warning`` with ``value`` null, the rule a set to null breaks, and a
-``text`` saying the run keeps its value (``deleted_text``), once per name.
+may not take either: a ``warning`` with ``value`` null, the rule ``deleted``, and a ``text``
+saying the run keeps its value (``deleted_text``), once per name.
 
 A refused value does not stay in the chat: ``ContextSync.restore`` says what to put back (the
 run's value, also for a deleted name, or a name to delete where the run has none), and the
@@ -99,7 +99,7 @@ class ContextSync:
             if name not in data:
                 if name in known and (name, _DELETED) not in self._warned:
                     self._warned.add((name, _DELETED))
-                    events.append(self._deleted(name, who, environment=environment))
+                    events.append(self._deleted(name, who))
                 continue
             value = data[name]
             if name in known and _same(known[name], value):
@@ -133,16 +133,16 @@ class ContextSync:
             })
         return events
 
-    def _deleted(self, name: str, who: Mapping[str, Any], *, environment: str) -> dict[str, Any]:
+    @staticmethod
+    def _deleted(name: str, who: Mapping[str, Any]) -> dict[str, Any]:
         """The warning about a declared variable the chat deleted: nothing was set, so its
-        ``value`` is null and its rule is the one a set to null breaks (``type`` for most)."""
-        refusal = context_set_refusal(self.config, name, None, environment=environment)
+        ``value`` is null; its rule, ``deleted``, tells it from a set to null."""
         return {
             "type": "warning",
             "name": name,
             "value": None,
             **who,
-            "rule": refusal.rule if refusal else "type",
+            "rule": "deleted",
             "text": deleted_text(name),
         }
 

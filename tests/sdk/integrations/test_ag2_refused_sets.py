@@ -135,8 +135,8 @@ async def test_a_deleted_declared_variable_is_warned_about_and_put_back_before_r
         await workflow.run(session, timeout=5)
     warnings = [e for e in session.events if e["type"] == "warning"]
     assert [(e["name"], e["value"], e["rule"], e["agent"], e["tool"]) for e in warnings] == [
-        ("context_saved", None, "type", "Planner", "delete_var"),
-        ("max_items", None, "constant", "Planner", "delete_var"),
+        ("context_saved", None, "deleted", "Planner", "delete_var"),
+        ("max_items", None, "deleted", "Planner", "delete_var"),
     ]
     assert all("deleted" in e["text"] and "the run keeps its value" in e["text"] for e in warnings)
     assert "tool delete_var agent Planner deleted context_saved: refused" in session.warnings[0]

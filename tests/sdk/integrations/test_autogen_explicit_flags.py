@@ -167,8 +167,8 @@ def test_a_deleted_declared_variable_is_warned_about_and_put_back_before_the_cha
     assert speakers(result)[-2:] == ["InterviewAgent", "Planner"]  # rule 0, and no KeyError
     warnings = [e for e in session.events if e["type"] == "warning"]
     assert [(e["name"], e["value"], e["rule"], e["agent"]) for e in warnings] == [
-        ("product_tier", None, "constant", "InterviewAgent"),
-        ("plan_saved", None, "type", "InterviewAgent"),
+        ("product_tier", None, "deleted", "InterviewAgent"),
+        ("plan_saved", None, "deleted", "InterviewAgent"),
     ]
     assert all("the run keeps its value" in e["text"] for e in warnings)
     assert session.warnings[0].startswith("agent InterviewAgent deleted product_tier: refused")

@@ -221,9 +221,9 @@ def test_a_deleted_declared_variable_is_warned_about_once_and_given_back() -> No
         del data[name]
     events = sync.changes(data, run, tool="drop")
     assert [(e["type"], e["name"], e["value"], e["rule"]) for e in events] == [
-        ("warning", "workflow_name", None, "base"),
-        ("warning", "max_items", None, "constant"),
-        ("warning", "plan_saved", None, "type"),
+        ("warning", "workflow_name", None, "deleted"),
+        ("warning", "max_items", None, "deleted"),
+        ("warning", "plan_saved", None, "deleted"),
     ]
     assert events[1]["text"] == deleted_text("max_items")
     assert all(validate_event(event) == [] for event in events)
