@@ -165,7 +165,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request, obj):
             return HttpResponse(status=403)
         delivery = sending_service.subscription_test_send(subscription=obj)
-        self.message_user(request, f"Test event {delivery.message_id} queued.", messages.SUCCESS)
+        self._queued_message(request, obj, f"Test event {delivery.message_id} queued.")
         return HttpResponseRedirect(self._change_url(pk))
 
     def rotate_view(self, request: HttpRequest, pk: int) -> HttpResponse:
@@ -180,7 +180,20 @@ class SubscriptionAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request, delivery.subscription):
             return HttpResponse(status=403)
         sending_service.delivery_redeliver(delivery=delivery)
-        self.message_user(
-            request, f"Delivery {delivery.message_id} queued again.", messages.SUCCESS
+        self._queued_message(
+            request, delivery.subscription, f"Delivery {delivery.message_id} queued again."
         )
         return HttpResponseRedirect(self._change_url(delivery.subscription_id))
+
+    def _queued_message(self, request: HttpRequest, obj: Subscription, text: str) -> None:
+        """Say that it was queued, and when a switched-off subscription holds it back: it
+        goes out only once switched on, so "queued" alone would promise a send that waits."""
+        if obj.enabled:
+            self.message_user(request, text, messages.SUCCESS)
+            return
+        self.message_user(
+            request,
+            f"{text} The subscription is switched off: nothing is sent to it until it is "
+            "switched back on (tick Enabled and save).",
+            messages.WARNING,
+        )

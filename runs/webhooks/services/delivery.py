@@ -8,10 +8,10 @@ sends the same delivery again, with the same webhook-id (at least once).
 
 Retries: a network error, a timeout, 429 or a 5xx is retried after an exponential backoff
 with jitter (WEBHOOKS_BACKOFF_BASE_S, x4 a time, at most 6 hours apart), or after the answer's
-``Retry-After``, never past the end of the retry window (WEBHOOKS_RETRY_FOR_S since the event):
-the last retry is made there, and a failure then fails the delivery. An unexpected error while
-sending counts as a failed attempt and is retried alike. Any other answer below 200 or from
-300 is failed at once; a refused URL or address too.
+``Retry-After`` when that is longer, never past the end of the retry window
+(WEBHOOKS_RETRY_FOR_S since the event): the last retry is made there, and a failure then fails
+the delivery. An unexpected error while sending counts as a failed attempt and is retried
+alike. Any other answer below 200 or from 300 is failed at once; a refused URL or address too.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Min
+from django.db.models import Min, Q
 from django.utils import timezone
 from django_tasks import task
 
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 BACKOFF_FACTOR = 4
 BACKOFF_MAX_S = 6 * 3600
-LEASE_FACTOR = 2  # a lease lasts twice the request's own timeouts
+LEASE_FACTOR = 2  # a lease lasts twice the request's deadline (sending.deadline_s)
 DRAIN_BUDGET_S = 30.0  # one task sends for at most this long, then hands over to the next
 
 
@@ -90,17 +90,21 @@ def lane_heads(*, now: dt.datetime) -> list[Delivery]:
 
 
 def _claim(delivery: Delivery, *, now: dt.datetime) -> bool:
-    """Lease the delivery for this worker; False when another worker holds it."""
-    lease = settings.WEBHOOKS_CONNECT_TIMEOUT_S + settings.WEBHOOKS_READ_TIMEOUT_S
-    until = now + dt.timedelta(seconds=lease * LEASE_FACTOR)
+    """Lease the delivery for this worker if it is still pending, due and not leased (another
+    worker may have sent it since the lane heads were read); then read it again, so the
+    attempt counts from what that worker stored. False when it is not this worker's."""
+    lease = sending.deadline_s() * LEASE_FACTOR
     claimed = (
-        Delivery.objects.filter(pk=delivery.pk, status=Delivery.Status.PENDING)
-        .filter(lease_until__isnull=True)
-        .update(lease_until=until)
-        or Delivery.objects.filter(
-            pk=delivery.pk, status=Delivery.Status.PENDING, lease_until__lte=now
-        ).update(lease_until=until)
+        Delivery.objects.filter(
+            pk=delivery.pk, status=Delivery.Status.PENDING, next_attempt_at__lte=now
+        )
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+        .update(lease_until=now + dt.timedelta(seconds=lease))
     )
+    if claimed:
+        delivery.refresh_from_db(
+            fields=["attempts", "created_at", "next_attempt_at", "lease_until", "status"]
+        )
     return bool(claimed)
 
 
@@ -180,7 +184,10 @@ def _send(delivery: Delivery) -> Outcome:
 
 
 def delivery_attempt(*, delivery: Delivery) -> Attempt:
-    """Send a claimed delivery once; record the attempt; schedule a retry or finish it."""
+    """Send a claimed delivery once; record the attempt; schedule a retry or finish it. The
+    outcome is stored only while this worker still holds the lease: one that lost it (a
+    redelivery, a worker stalled past it) leaves the delivery to whoever holds it now."""
+    held = delivery.lease_until
     outcome = _send(delivery)
     now = timezone.now()
     attempt = Attempt.objects.create(
@@ -194,6 +201,7 @@ def delivery_attempt(*, delivery: Delivery) -> Attempt:
     delivery.attempts += 1
     delivery.lease_until = None
     delivery.last_error = outcome.error
+    retry_at = None
     if outcome.ok:
         delivery.status = Delivery.Status.DELIVERED
         delivery.finished_at = now
@@ -206,18 +214,30 @@ def delivery_attempt(*, delivery: Delivery) -> Attempt:
             tries = f"{delivery.attempts} attempt{'s' if delivery.attempts != 1 else ''}"
             delivery.last_error = f"{outcome.error}; gave up after {tries}"
         else:  # the last retry is at the window's end, however long a wait was asked for
-            wait = outcome.wait_s if outcome.wait_s is not None else backoff_s(delivery.attempts)
+            # A Retry-After never shortens the backoff: "0" or a past date would otherwise
+            # have the receiver asked again at once, in a loop, for as long as it answers so.
+            # The backoff counts the attempts of this window: after a redelivery it starts
+            # again from WEBHOOKS_BACKOFF_BASE_S, not from the hours its last retries waited.
+            window = Attempt.objects.filter(delivery=delivery, at__gte=delivery.created_at)
+            wait = max(outcome.wait_s or 0.0, backoff_s(window.count()))
             retry_at = now + dt.timedelta(seconds=min(wait, left_s))
             delivery.next_attempt_at = retry_at
-            deliveries_kick(at=retry_at)
     else:
         delivery.status = Delivery.Status.FAILED
         delivery.finished_at = now
-    delivery.save(
-        update_fields=[
-            "attempts", "lease_until", "last_error", "status", "finished_at", "next_attempt_at"
-        ]
+    fields = ("attempts", "lease_until", "last_error", "status", "finished_at", "next_attempt_at")
+    stored = Delivery.objects.filter(pk=delivery.pk, lease_until=held).update(
+        **{name: getattr(delivery, name) for name in fields}
     )
+    if not stored:
+        logger.warning(
+            "webhook %s to subscription %s: lease lost while sending; outcome not stored",
+            delivery.message_id,
+            delivery.subscription_id,
+        )
+        return attempt
+    if retry_at is not None:
+        deliveries_kick(at=retry_at)
     _subscription_health(delivery.subscription, ok=outcome.ok, now=now)
     if not outcome.ok:
         logger.info(

@@ -26,6 +26,7 @@ from runs.webhooks.services.payloads import (
     message_id_new,
     run_payload,
     text_preview,
+    value_capped,
     version_payload,
 )
 from runs.webhooks.services.subscriptions import subscriptions_active, subscriptions_cache_clear
@@ -56,8 +57,22 @@ def deliveries_write(
     *, subscriptions: Sequence[Subscription], lane: str, items: Sequence[tuple[str, dict]]
 ) -> int:
     """Write one delivery per (subscription, item) the subscription wants; enqueue the send.
-    ``items`` are (event, payload) in the order they happened. Returns how many were written."""
+    ``items`` are (event, payload) in the order they happened. Returns how many were written.
+
+    The subscriptions come from this process's cache, up to a second old: one deleted since
+    by another process is dropped here (read in this transaction), or its rows would fail
+    the whole transaction, the events that caused them included."""
     now = timezone.now()
+    wanted = [
+        (subscription, event, payload)
+        for subscription in subscriptions
+        for event, payload in items
+        if wants(subscription, event, payload["data"])
+    ]
+    if not wanted:
+        return 0
+    ids = {subscription.pk for subscription, _, _ in wanted}
+    existing = set(Subscription.objects.filter(pk__in=ids).values_list("pk", flat=True))
     rows = [
         Delivery(
             subscription=subscription,
@@ -67,9 +82,8 @@ def deliveries_write(
             payload=payload,
             next_attempt_at=now,
         )
-        for subscription in subscriptions
-        for event, payload in items
-        if wants(subscription, event, payload["data"])
+        for subscription, event, payload in wanted
+        if subscription.pk in existing
     ]
     if rows:
         Delivery.objects.bulk_create(rows)
@@ -88,9 +102,13 @@ def run_candidates(events: Sequence[RunEvent], flips: Sequence[Flip]) -> list[Ca
         elif event.type == "warning":
             # A refused change, as the runtime records it (who tried, the variable, the rule).
             text = payload.get("text") or payload.get("rule") or payload.get("name") or ""
+            value, cut = value_capped(payload.get("value"))
             fields = {
                 "text": text_preview(text),
-                **{k: payload.get(k) for k in ("agent", "name", "value", "rule")},
+                **{k: payload.get(k) for k in ("agent", "name")},
+                "value": value,
+                "rule": payload.get("rule"),
+                **({"value_truncated": True} if cut else {}),
             }
             found.append((event.seq, 0, ("warning", event.seq, fields)))
         elif event.type == "run_status" and payload.get("status") in RUN_ENDED_STATUSES:

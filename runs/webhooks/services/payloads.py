@@ -70,6 +70,17 @@ def text_preview(value: Any) -> str:
     return text[:TEXT_PREVIEW_CHARS]
 
 
+def value_capped(value: Any) -> tuple[Any, bool]:
+    """A value from a run as a payload carries it, and whether it was cut: itself when its
+    JSON is at most TEXT_PREVIEW_CHARS long, else the start of that JSON. A warning's refused
+    value may be as large as an event (a megabyte), sent to every subscription, each retry;
+    the run page has it whole."""
+    text = orjson.dumps(value).decode("utf-8")
+    if len(text) <= TEXT_PREVIEW_CHARS:
+        return value, False
+    return text[:TEXT_PREVIEW_CHARS], True
+
+
 def slack_escaped(value: Any) -> str:
     """Run-provided text as Slack shows it, never as markup: ``<!channel>`` or
     ``<https://…|click>`` in an agent's name or a warning stays text (Slack's three escapes)."""

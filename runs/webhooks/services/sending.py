@@ -4,16 +4,20 @@ The host is resolved here, at send time, every address checked (loopback, privat
 link-local and other non-global ranges are refused unless ``WEBHOOKS_ALLOW_PRIVATE``), and the
 connection made to the checked address itself: a DNS answer that changes between the check
 and the connect (rebinding) cannot redirect it. TLS is verified against the URL's host name.
-Connect and read timeouts; redirects are not followed (a 3xx is an answer like any other);
-the response body is read up to ``RESPONSE_KEEP_BYTES``.
+Connect and read timeouts, and a deadline for the whole request (the two added up): the read
+timeout bounds each wait for bytes, so without it a receiver trickling its answer would hold a
+worker past its lease while another sent the same delivery. Redirects are not followed (a 3xx
+is an answer like any other); the response body is read up to ``RESPONSE_KEEP_BYTES``.
 """
 
 from __future__ import annotations
 
 import http.client
 import ipaddress
+import os
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -40,6 +44,43 @@ class Answer:
     body: bytes  # at most RESPONSE_KEEP_BYTES
     retry_after: str | None
     latency_ms: int
+
+
+class Deadline:
+    """Cuts a connection still unanswered when the request's time is up (a timer thread
+    shuts the socket down, which ends any read in progress, TLS included)."""
+
+    def __init__(self, sock: socket.socket, *, seconds: float) -> None:
+        self.passed = False
+        self._fd = sock.fileno()  # the same descriptor once TLS wraps the socket
+        self._lock = threading.Lock()  # a cut never reaches a descriptor closed (and reused)
+        self._done = False
+        self._timer = threading.Timer(max(0.0, seconds), self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.passed = True
+            try:
+                with socket.socket(fileno=os.dup(self._fd)) as duplicate:
+                    duplicate.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # the peer closed it already
+
+    def cancel(self) -> None:
+        """Stop the timer; called before the socket is closed."""
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+
+def deadline_s() -> float:
+    """How long one request may take in all, from its connect: the two timeouts added up
+    (the delivery's lease is twice that)."""
+    return settings.WEBHOOKS_CONNECT_TIMEOUT_S + settings.WEBHOOKS_READ_TIMEOUT_S
 
 
 def address_resolve(host: str, port: int) -> str:
@@ -78,6 +119,7 @@ def post(*, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         )
     except OSError as exc:
         raise SendFailed(f"cannot connect to {host}:{port}: {exc}") from None
+    deadline = Deadline(sock, seconds=deadline_s() - (time.monotonic() - started))
     try:
         sock.settimeout(settings.WEBHOOKS_READ_TIMEOUT_S)
         if parts.scheme == "https":
@@ -90,6 +132,8 @@ def post(*, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         )
         response = connection.getresponse()
         kept = response.read(RESPONSE_KEEP_BYTES)
+        if deadline.passed:  # cut mid-answer, which http.client may read as an early end
+            raise TimeoutError
         return Answer(
             status=response.status,
             body=kept,
@@ -97,7 +141,11 @@ def post(*, url: str, body: bytes, headers: dict[str, str]) -> Answer:
             latency_ms=int((time.monotonic() - started) * 1000),
         )
     except (OSError, http.client.HTTPException) as exc:
+        if deadline.passed:
+            within = f"no complete answer within {deadline_s():g} s"
+            raise SendFailed(f"request to {host}:{port} timed out: {within}") from None
         kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
         raise SendFailed(f"request to {host}:{port} {kind}: {exc}") from None
     finally:
+        deadline.cancel()
         sock.close()

@@ -21,6 +21,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b"ok"
     delay_s: float = 0.0  # hang this long before answering
+    drip_s: float = 0.0  # trickle the answer's headers over this long (one each 0.2 s)
 
 
 @dataclass
@@ -70,6 +71,9 @@ class Receiver:
                     receiver.arrived.notify_all()
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                if reply.drip_s:
+                    self._drip(reply)
+                    return
                 try:
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():
@@ -79,6 +83,21 @@ class Receiver:
                     self.wfile.write(reply.body)
                 except OSError:
                     pass  # the sender gave up (timeout) or died
+
+            def _drip(self, reply: Reply) -> None:
+                """Answer a header at a time, each within any read timeout, never done soon."""
+                try:
+                    self.wfile.write(f"HTTP/1.1 {reply.status} OK\r\n".encode())
+                    ends = time.monotonic() + reply.drip_s
+                    while time.monotonic() < ends:
+                        self.wfile.write(b"x-drip: 1\r\n")
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                    self.wfile.write(
+                        b"content-length: %d\r\n\r\n%s" % (len(reply.body), reply.body)
+                    )
+                except OSError:
+                    pass  # the sender cut the connection
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -162,3 +162,19 @@ def test_the_front_page_warns_of_a_switched_off_subscription(admin_client) -> No
     )
     page = admin_client.get("/").content.decode()
     assert 'id="webhooks-off"' in page and "failed for 5 days" in page
+
+
+def test_a_test_event_or_redelivery_to_a_switched_off_subscription_says_it_waits(
+    admin_client,
+) -> None:
+    subscription, _ = subscription_create(url="https://h.example/x", events=["handoff"])
+    Subscription.objects.filter(pk=subscription.pk).update(
+        enabled=False, disabled_reason="switched off: every delivery failed for 5 days in a row"
+    )
+    test_url = reverse("admin:webhooks_test", args=[subscription.pk])
+    page = admin_client.post(test_url, follow=True).content.decode()
+    assert "queued" in page and "switched off: nothing is sent to it until" in page
+    delivery = Delivery.objects.get()
+    redeliver_url = reverse("admin:webhooks_redeliver", args=[delivery.pk])
+    page = admin_client.post(redeliver_url, follow=True).content.decode()
+    assert "queued again. The subscription is switched off" in page

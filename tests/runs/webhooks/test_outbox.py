@@ -7,6 +7,7 @@ import datetime as dt
 import json
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -21,7 +22,7 @@ from runs.services.run_import import run_import
 from runs.signals import events_committed
 from runs.webhooks.models import Delivery, StaleRun, Subscription
 from runs.webhooks.services.stale import runs_stale_raise
-from runs.webhooks.services.subscriptions import subscription_create
+from runs.webhooks.services.subscriptions import subscription_create, subscriptions_active
 from runs.webhooks.services.tick import tick_schedule, webhooks_tick
 from tests.support.demo import demo_config, demo_events
 
@@ -229,3 +230,32 @@ def test_the_tick_schedules_one_chain_and_does_the_periodic_work(
     assert stale.status == "delivered"  # the tick also sends what is due
     assert receiver.wait(1)[0].payload["data"]["run_id"] == run.pk
     assert not Delivery.objects.filter(pk=old.pk).exists()
+
+
+def test_a_warnings_large_value_is_cut_like_its_text(generator) -> None:
+    """A refused value may be as large as an event: the payload carries its start (the run
+    page has it whole), and says so; a small one stays as it is."""
+    subscription_create(url="https://h.example/x", events=["warning"])
+    run = run_start(workflow_name="Generator", enterprise_id="acme").run
+    warning = {"type": "warning", "text": "refused", "agent": "A", "name": "x", "rule": "base"}
+    event_ingest(
+        run_id=run.pk,
+        events=[{**warning, "value": {"big": "v" * 90_000}}, {**warning, "value": [1, 2]}],
+    )
+    large, small = (d.payload["data"] for d in Delivery.objects.order_by("pk"))
+    assert large["value"] == json.dumps({"big": "v" * 90_000}, separators=(",", ":"))[:300]
+    assert large["value_truncated"] is True and large["text"] == "refused"
+    assert small["value"] == [1, 2] and "value_truncated" not in small
+
+
+def test_a_subscription_another_process_just_deleted_does_not_fail_the_batch(generator) -> None:
+    """Deleted elsewhere (this process's cached set still holds it): the batch is stored,
+    without a delivery for it, instead of failing on the missing row."""
+    subscription, _ = subscription_create(url="https://h.example/x", events=["handoff"])
+    run = run_start(workflow_name="Generator", enterprise_id="acme").run
+    assert subscriptions_active() == (subscription,)  # cached, as ingest reads it
+    with connection.cursor() as cursor:  # another process: no signal clears this cache
+        cursor.execute("DELETE FROM webhooks_subscription WHERE id = %s", [subscription.pk])
+    event_ingest(run_id=run.pk, events=[HANDOFF])
+    assert RunEvent.objects.filter(run=run, type="handoff").exists()
+    assert not Delivery.objects.exists()
