@@ -3,6 +3,8 @@ the periodic task keeps (stale runs raised once, its own schedule)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import models
 
 from runs.models import workflow_scope
@@ -72,7 +74,10 @@ class Delivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField()
     lease_until = models.DateTimeField(null=True, blank=True)  # a worker is sending it
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True)  # when the event happened
+    retry_from = models.DateTimeField(
+        null=True, blank=True, help_text="the latest redelivery: its retry window starts here"
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=300, blank=True)
 
@@ -84,6 +89,12 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} {self.message_id}"
+
+    @property
+    def window_start(self) -> dt.datetime:
+        """Where the retry window (WEBHOOKS_RETRY_FOR_S) and its backoff count from: the
+        event, or its latest redelivery."""
+        return self.retry_from or self.created_at
 
 
 class Attempt(models.Model):

@@ -5,10 +5,12 @@ a real receiver."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from runs.services.ingest import event_ingest
@@ -117,3 +119,29 @@ def test_a_redelivery_starts_its_backoff_again(generator, receiver, settings) ->
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.attempts) == ("pending", 9)
     assert (delivery.next_attempt_at - timezone.now()).total_seconds() < 1.0
+
+
+def test_a_redelivery_keeps_the_events_time_and_opens_a_new_window(
+    generator, receiver, admin_client
+) -> None:
+    """Redelivered two days after its event, whose retry window ended a day ago: the admin
+    still shows when the event happened (and when it was redelivered), and a failure is
+    retried within the redelivery's own window, not failed at once."""
+    _subscribe(receiver)
+    receiver.replies = [Reply(500)]
+    _run_with_a_flip()
+    happened = timezone.now() - dt.timedelta(days=2)
+    Delivery.objects.update(
+        status="failed", attempts=8, finished_at=timezone.now(), created_at=happened
+    )
+    delivery_redeliver(delivery=Delivery.objects.get())
+    deliveries_drain(budget_s=0.1)
+    delivery = Delivery.objects.get()
+    assert delivery.created_at == happened
+    assert (delivery.status, delivery.attempts) == ("pending", 9)
+    assert delivery.retry_from is not None and delivery.retry_from > happened
+    page = admin_client.get(
+        reverse("admin:webhooks_subscription_change", args=[delivery.subscription_id])
+    ).content.decode()
+    assert f'delivery-event-at">{happened:%Y-%m-%d %H:%M:%S}<' in page
+    assert f"redelivered {delivery.retry_from:%Y-%m-%d %H:%M:%S}" in page
