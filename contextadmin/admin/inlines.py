@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import nested_admin
+from django.contrib.admin.utils import flatten_fieldsets
 from django.http import HttpRequest
 
 from contextadmin.forms import (
@@ -58,6 +59,20 @@ class WorkflowPartInline:
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return may_edit_workflows(request) or request.user.has_perm("contextadmin.view_workflow")
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        """Without the order field for whoever may only view: nested_admin prints a read-only
+        hidden field as the dict that describes it (the form keeps it: ``get_formset``)."""
+        fieldsets = super().get_fieldsets(request, obj)  # type: ignore[misc]
+        if may_edit_workflows(request):
+            return fieldsets
+        shown = [name for name in flatten_fieldsets(fieldsets) if name != self.sortable_field_name]
+        return [(None, {"fields": shown})]
+
+    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        if "fields" not in kwargs:  # every field, the order too: nested_admin lists rows by it
+            kwargs["fields"] = self.get_fields(request, obj)  # type: ignore[attr-defined]
+        return super().get_formset(request, obj, **kwargs)  # type: ignore[misc]
 
 
 def _variables_inline(model: type, form: type, formset: type) -> type:

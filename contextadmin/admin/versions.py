@@ -130,8 +130,27 @@ class WorkflowVersionsMixin:
         base = request.POST.get("base_version", "")
         return workflow, int(base) if base.isascii() and base.isdigit() else None
 
+    def _version_action_asked(
+        self, request: HttpRequest, object_id: str, number: int, *, revert: bool
+    ) -> HttpResponse:
+        """A version action reached by a link (the login page's return to a post that found the
+        session expired, a reload, a bookmark) acts on nothing: History shows the version and,
+        for a revert, asks first."""
+        workflow = self.get_object(request, object_id)
+        if workflow is None or not self.has_view_or_change_permission(request, workflow):
+            raise PermissionDenied
+        history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
+        if not revert:
+            return HttpResponseRedirect(f"{history}?to={number}#version-diff")
+        head = selectors.workflow_head_number(workflow=workflow)
+        return HttpResponseRedirect(
+            f"{history}?from={head}&to={number}&revert={number}#version-diff"
+        )
+
     def revert_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
         """Make an old version the newest again: a new version (a draft under review)."""
+        if request.method == "GET":
+            return self._version_action_asked(request, object_id, number, revert=True)
         workflow, base = self._version_action_target(request, object_id)
         history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
         if base is None:
@@ -159,6 +178,8 @@ class WorkflowVersionsMixin:
 
     def approve_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
         """Approve the newest draft (another staff user's) and publish it."""
+        if request.method == "GET":
+            return self._version_action_asked(request, object_id, number, revert=False)
         workflow, base = self._version_action_target(request, object_id)
         history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
         if base is None:
@@ -201,7 +222,6 @@ class WorkflowVersionsMixin:
         response["ETag"] = exported.etag
         response["X-Context-Version"] = str(number)
         return response
-
 
 
 def _impact_of(

@@ -39,7 +39,11 @@ class WorkflowAdmin(WorkflowImportMixin, WorkflowVersionsMixin, nested_admin.Nes
     form = WorkflowForm
     fields = ("name", "description", "database_name", "version_comment", "base_version")
     inlines = [
-        DeclarativeInline, DatabaseInline, EnvironmentInline, DerivedInline, HandoffInline,
+        DeclarativeInline,
+        DatabaseInline,
+        EnvironmentInline,
+        DerivedInline,
+        HandoffInline,
         OutputMappingInline,
     ]
     list_display = ("name", "short_description", "variable_count", "handoff_count", "updated")
@@ -50,6 +54,13 @@ class WorkflowAdmin(WorkflowImportMixin, WorkflowVersionsMixin, nested_admin.Nes
         css = {"all": ["contextadmin/admin.css"]}
         js = ["contextadmin/workflow.js", "contextadmin/reorder.js"]
 
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """The change note and the page's version are for saving: not on a view-only page."""
+        fields = super().get_fields(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fields
+        return [field for field in fields if field not in ("version_comment", "base_version")]
+
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         """Let whoever may delete a workflow delete its definitions with it.
 
@@ -57,10 +68,7 @@ class WorkflowAdmin(WorkflowImportMixin, WorkflowVersionsMixin, nested_admin.Nes
         would otherwise refuse the cascade for want of those rights.
         """
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        owned = {
-            str(model._meta.verbose_name)
-            for model in WORKFLOW_PARTS
-        }
+        owned = {str(model._meta.verbose_name) for model in WORKFLOW_PARTS}
         return deleted, counts, perms_needed - owned, protected
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Workflow]:

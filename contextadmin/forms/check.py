@@ -33,6 +33,7 @@ class WorkflowCheck:
         self.labels: list[str] = []
         self.placed: list[tuple[forms.BaseForm, str | None, str]] = []  # (form, field, message)
         self.output_names: list[str] = []  # each live mapping, in document order, as the page
+        self.own_errors: set[forms.BaseForm] = set()  # rows wrong before the check (by Django)
         self._done = False
         for formset in formsets:
             formset.workflow_check = self
@@ -50,6 +51,9 @@ class WorkflowCheck:
             triggers[form] = [
                 t for nested in getattr(form, "nested_formsets", []) for t in _live_forms(nested)
             ]
+        live = [form for forms_ in rows.values() for form in forms_]
+        live += [trigger for nested in triggers.values() for trigger in nested]
+        self.own_errors = {form for form in live if form.errors}
         # One pass: the document is checked even when some fields are already wrong (their
         # rows carry what was valid); what the check says about those fields is left out.
         document = specs.document_data(
@@ -79,7 +83,7 @@ class WorkflowCheck:
                 form.add_error(field if field in form.fields else None, text)
 
     def _put(self, form: forms.BaseForm, field: str | None, message: str) -> None:
-        if _add_error(form, field, message):
+        if _add_error(form, field, message, own_errors=form in self.own_errors):
             self.placed.append((form, field, message))
 
     def _labels(
@@ -225,13 +229,18 @@ _FIELD_PATHS = {
 }
 
 
-def _add_error(form: forms.BaseForm, field: str | None, message: str) -> bool:
-    """Put one issue on ``form`` (False when the row's own errors already say enough)."""
-    if form.errors and (field in form.errors or field not in ("name", "condition", "to")):
-        # The row already has errors: its stored values stand in for the wrong ones, so only
+def _add_error(form: forms.BaseForm, field: str | None, message: str, *, own_errors: bool) -> bool:
+    """Put one issue on ``form`` (False when the row's own errors already say enough, or the
+    field already says exactly this)."""
+    if own_errors and (field in form.errors or field not in ("name", "condition", "to")):
+        # The row failed its own form: its stored values stand in for the wrong ones, so only
         # the rules across the document (names, conditions) say something new about it.
+        # A row the check alone finds wrong gets every issue: one save shows them all.
         return False
-    form.add_error(field if field in form.fields else None, _message(field, form, message))
+    text = _message(field, form, message)
+    if text in _messages(form, field):
+        return False
+    form.add_error(field if field in form.fields else None, text)
     return True
 
 

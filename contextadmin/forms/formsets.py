@@ -3,6 +3,7 @@ triggers)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import nested_admin
@@ -29,14 +30,23 @@ def stored_row_id(*, model: type[models.Model], value: str) -> int | None:
     return number
 
 
+ROW_GONE = (
+    "its id is not a stored row of this list (deleted since the page was opened, or changed by "
+    "hand): what was typed into it is kept here; tick its Delete box to let it go, or add it "
+    "again as a new row"
+)
+
+
 class RowsFormSet(nested_admin.NestedInlineFormSet):
     """An inline formset whose posted row ids are checked before anything queries with them.
 
     nested_admin reads the stored rows with the ids the page posts, as given: ``abc`` or an id
     past the database's integers would raise inside the query (a 500). Such an id is posted as
-    ``0`` (no row has it) and, like an id whose row is gone, said above the list; the row's own
-    error is on its hidden id field, which the page does not show.
+    ``0`` (no row has it) and, like an id whose row is gone, said above the list and on its row,
+    which the page still shows with what was typed into it (``get_queryset``).
     """
+
+    _posted_rows: list[models.Model] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -50,21 +60,78 @@ class RowsFormSet(nested_admin.NestedInlineFormSet):
             value = self.data.get(key)
             if value and stored_row_id(model=self.model, value=value) is None:
                 unusable[key] = "0"
-        if unusable:
+        replaced = {**unusable, **self._distinct_positions()}
+        if replaced:
             self.data = self.data.copy()  # the request's own stays as posted
-            for key, value in unusable.items():
+            for key, value in replaced.items():
                 self.data[key] = value  # replaced (a QueryDict's update() would append)
 
+    def _distinct_positions(self) -> dict[str, str]:
+        """Each posted position that repeats another row's, moved past it (the order kept).
+
+        nested_admin's page sorts its rows by position and cannot order two rows of the same
+        one (a 500); a stale save's merge gives two rows the same one when the other operator's
+        save renumbered the rows beside one this page added or still lists.
+        """
+        keys = [f"{self.add_prefix(index)}-position" for index in range(self.total_form_count())]
+        posted = sorted(
+            (int(value), index)
+            for index, key in enumerate(keys)
+            if re.fullmatch(r"\d{1,9}", value := str(self.data.get(key) or "").strip())
+        )
+        moved, last = {}, -1
+        for position, index in posted:
+            if position <= last:
+                position = last + 1
+                moved[keys[index]] = str(position)
+            last = position
+        return moved
+
+    def get_queryset(self) -> Any:
+        """The stored row of each posted row, in the page's order; a stand-in (unsaved, holding
+        what was posted) for a row that is no longer stored.
+
+        The admin pairs the page's rows with this list place by place (each row's title and
+        Delete box): in the stored order, a row another operator deleted or moved since the page
+        was opened shifted every later row onto another's title, and the last one off the page
+        with what was typed into it.
+        """
+        if not self.is_bound:
+            return super().get_queryset()
+        if self._posted_rows is None:
+            pk = self.model._meta.pk
+            assert pk is not None
+            stored = {row.pk: row for row in super().get_queryset()}
+            self._posted_rows = []
+            for index in range(self.initial_form_count()):
+                value = self.data.get(f"{self.add_prefix(index)}-{pk.name}") or ""
+                number = stored_row_id(model=self.model, value=value)
+                row = stored.get(number) if number is not None else None
+                self._posted_rows.append(row or self._row_stand_in(index=index))
+        return self._posted_rows
+
+    def _row_stand_in(self, *, index: int) -> models.Model:
+        """An unsaved row named as the page posted it (its title on the page)."""
+        row = self.model()
+        for field in self.model._meta.concrete_fields:
+            value = self.data.get(f"{self.add_prefix(index)}-{field.name}")
+            if isinstance(field, models.CharField) and isinstance(value, str):
+                setattr(row, field.attname, value)
+        return row
+
     def row_id_problems(self) -> list[str]:
-        """The rows posted with an id that names no stored row of this list."""
+        """The rows posted with an id that names no stored row of this list, each also said
+        on its row (the id field it concerns is hidden)."""
         pk = self.model._meta.pk
         assert pk is not None
-        return [
-            f"row {index + 1}: its id is not a stored row of this list (deleted meanwhile, or "
-            "changed by hand?): reload the page"
-            for index, form in enumerate(self.initial_forms)
-            if form.errors.get(pk.name)
-        ]
+        problems = []
+        for index, form in enumerate(self.initial_forms):
+            if not form.errors.get(pk.name) or self._should_delete_form(form):
+                continue  # a row deleted on the page may be gone already
+            del form.errors[pk.name]
+            form.add_error(None, ROW_GONE)
+            problems.append(f"row {index + 1} ({self.get_queryset()[index]}): {ROW_GONE}")
+        return problems
 
 
 class DefinitionsFormSet(RowsFormSet):

@@ -94,7 +94,8 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     var form = document.getElementById("workflow_form");
-    if (!form) return;
+    // A page that may only be viewed posts no order: nothing to move.
+    if (!form || !form.querySelector("input[name$='-position']")) return;
     var region = document.createElement("p");
     region.id = "reorder-status";
     region.className = "visually-hidden";

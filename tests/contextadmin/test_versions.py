@@ -190,7 +190,7 @@ def test_a_stale_page_with_a_row_id_that_names_no_row_is_refused_and_says_so(
     assert response.status_code == 200
     html = response.content.decode()
     assert "version 2 was saved by colleague at" in html
-    assert "row 1: its id is not a stored row of this list" in html
+    assert "row 1 (product_tier): its id is not a stored row of this list" in html
     assert db_dump() == before
 
 
