@@ -74,10 +74,8 @@ class Delivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField()
     lease_until = models.DateTimeField(null=True, blank=True)  # a worker is sending it
-    created_at = models.DateTimeField(auto_now_add=True)  # when the event happened
-    retry_from = models.DateTimeField(
-        null=True, blank=True, help_text="the latest redelivery: its retry window starts here"
-    )
+    # Queued: the retry window (WEBHOOKS_RETRY_FOR_S) counts from here; a redelivery moves it.
+    created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=300, blank=True)
 
@@ -91,10 +89,18 @@ class Delivery(models.Model):
         return f"{self.event} {self.message_id}"
 
     @property
-    def window_start(self) -> dt.datetime:
-        """Where the retry window (WEBHOOKS_RETRY_FOR_S) and its backoff count from: the
-        event, or its latest redelivery."""
-        return self.retry_from or self.created_at
+    def event_at(self) -> dt.datetime:
+        """When the event happened: its payload's ``timestamp`` (a redelivery keeps it)."""
+        try:
+            return dt.datetime.fromisoformat(self.payload["timestamp"])
+        except (KeyError, TypeError, ValueError):
+            return self.created_at
+
+    @property
+    def redelivered_at(self) -> dt.datetime | None:
+        """When it was last queued again by hand (Redeliver), if it was."""
+        moved = self.created_at - self.event_at > dt.timedelta(seconds=1)
+        return self.created_at if moved else None
 
 
 class Attempt(models.Model):

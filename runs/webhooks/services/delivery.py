@@ -103,7 +103,7 @@ def _claim(delivery: Delivery, *, now: dt.datetime) -> bool:
     )
     if claimed:
         delivery.refresh_from_db(
-            fields=["attempts", "retry_from", "next_attempt_at", "lease_until", "status"]
+            fields=["attempts", "created_at", "next_attempt_at", "lease_until", "status"]
         )
     return bool(claimed)
 
@@ -206,7 +206,7 @@ def delivery_attempt(*, delivery: Delivery) -> Attempt:
         delivery.status = Delivery.Status.DELIVERED
         delivery.finished_at = now
     elif outcome.retry:
-        give_up_at = delivery.window_start + dt.timedelta(seconds=settings.WEBHOOKS_RETRY_FOR_S)
+        give_up_at = delivery.created_at + dt.timedelta(seconds=settings.WEBHOOKS_RETRY_FOR_S)
         left_s = (give_up_at - now).total_seconds()
         if left_s <= 0:
             delivery.status = Delivery.Status.FAILED
@@ -218,7 +218,7 @@ def delivery_attempt(*, delivery: Delivery) -> Attempt:
             # have the receiver asked again at once, in a loop, for as long as it answers so.
             # The backoff counts the attempts of this window: after a redelivery it starts
             # again from WEBHOOKS_BACKOFF_BASE_S, not from the hours its last retries waited.
-            window = Attempt.objects.filter(delivery=delivery, at__gte=delivery.window_start)
+            window = Attempt.objects.filter(delivery=delivery, at__gte=delivery.created_at)
             wait = max(outcome.wait_s or 0.0, backoff_s(window.count()))
             retry_at = now + dt.timedelta(seconds=min(wait, left_s))
             delivery.next_attempt_at = retry_at
@@ -273,7 +273,7 @@ def delivery_redeliver(*, delivery: Delivery) -> Delivery:
     Delivery.objects.filter(pk=delivery.pk).update(
         status=Delivery.Status.PENDING,
         next_attempt_at=timezone.now(),
-        retry_from=timezone.now(),  # a new retry window (the event's own time is kept)
+        created_at=timezone.now(),  # a new retry window (the payload keeps the event's time)
         finished_at=None,
         lease_until=None,
     )

@@ -131,17 +131,23 @@ def test_a_redelivery_keeps_the_events_time_and_opens_a_new_window(
     receiver.replies = [Reply(500)]
     _run_with_a_flip()
     happened = timezone.now() - dt.timedelta(days=2)
+    (queued,) = Delivery.objects.all()
+    payload = {**queued.payload, "timestamp": happened.isoformat(timespec="milliseconds")}
     Delivery.objects.update(
-        status="failed", attempts=8, finished_at=timezone.now(), created_at=happened
+        status="failed",
+        attempts=8,
+        finished_at=timezone.now(),
+        created_at=happened,
+        payload=payload,
     )
     delivery_redeliver(delivery=Delivery.objects.get())
     deliveries_drain(budget_s=0.1)
     delivery = Delivery.objects.get()
-    assert delivery.created_at == happened
     assert (delivery.status, delivery.attempts) == ("pending", 9)
-    assert delivery.retry_from is not None and delivery.retry_from > happened
+    assert abs(delivery.event_at - happened) < dt.timedelta(milliseconds=1)
+    assert delivery.redelivered_at is not None and delivery.redelivered_at > happened
     page = admin_client.get(
         reverse("admin:webhooks_subscription_change", args=[delivery.subscription_id])
     ).content.decode()
     assert f'delivery-event-at">{happened:%Y-%m-%d %H:%M:%S}<' in page
-    assert f"redelivered {delivery.retry_from:%Y-%m-%d %H:%M:%S}" in page
+    assert f"redelivered {delivery.redelivered_at:%Y-%m-%d %H:%M:%S}" in page
