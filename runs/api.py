@@ -21,6 +21,7 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import Resolver404, resolve
+from django.utils.http import parse_etags
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
@@ -323,8 +324,9 @@ def workflow_context_variables(
 
 
 def _etags(header: str | None) -> set[str]:
-    """The entity tags of an If-None-Match header (``*`` matches any)."""
-    return {tag.strip() for tag in (header or "").split(",") if tag.strip()}
+    """The entity tags of an If-None-Match header (``*`` matches any), compared weakly as
+    RFC 9110 says for it: a compressing proxy (nginx's gzip) passes ``W/"…"`` on."""
+    return {tag.removeprefix("W/") for tag in parse_etags(header or "")}
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -396,3 +396,17 @@ def test_a_file_that_says_a_key_twice_or_an_endless_integer_is_refused(
         parse_config(text)
     assert [issue.path for issue in caught.value.issues] == [""]
     assert says in caught.value.issues[0].message
+
+
+@pytest.mark.parametrize("option", ["case_sensitive", "trim"])
+@pytest.mark.parametrize("given", ["yes", 1, "on", "true", None])
+def test_a_match_option_takes_a_boolean_only(option: str, given: Any) -> None:
+    """A hand-edited ``"yes"`` or ``1`` is refused, naming the option: it is not read as
+    ``true`` (and written back as one) behind the operator's back."""
+    trigger = says("Interview", "NEXT", **{option: given})
+    config = config_with(derived_variables=[derived_var("done", trigger)])
+    issues = _name_issues(config)
+    assert [path for path, _ in issues] == [
+        f"{CV}.derived_variables[0].triggers[0].match.{option}"
+    ]
+    assert issues[0][1] == "input should be a valid boolean"

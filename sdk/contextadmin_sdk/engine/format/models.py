@@ -185,8 +185,8 @@ class EnvironmentVariable(_Model):
 
 class TextMatch(_Model):
     equals: Annotated[str, Field(min_length=1, max_length=MATCH_TEXT_MAX_CHARS)]
-    case_sensitive: bool = False
-    trim: bool = True
+    case_sensitive: StrictBool = False
+    trim: StrictBool = True
 
     @model_validator(mode="after")
     def _can_match(self) -> TextMatch:
