@@ -4,7 +4,8 @@ The host is resolved here, at send time, every address checked (loopback, privat
 link-local and other non-global ranges are refused unless ``WEBHOOKS_ALLOW_PRIVATE``), and the
 connection made to the checked address itself: a DNS answer that changes between the check
 and the connect (rebinding) cannot redirect it. TLS is verified against the URL's host name.
-Connect and read timeouts, and a deadline for the whole request (the two added up): the read
+A DNS lookup within the connect timeout (the system resolver has none of its own); connect
+and read timeouts, and a deadline for the whole request (the two added up): the read
 timeout bounds each wait for bytes, so without it a receiver trickling its answer would hold a
 worker past its lease while another sent the same delivery. Redirects are not followed (a 3xx
 is an answer like any other); the response body is read up to ``RESPONSE_KEEP_BYTES``.
@@ -12,6 +13,7 @@ is an answer like any other); the response body is read up to ``RESPONSE_KEEP_BY
 
 from __future__ import annotations
 
+import concurrent.futures
 import http.client
 import ipaddress
 import os
@@ -83,10 +85,21 @@ def deadline_s() -> float:
     return settings.WEBHOOKS_CONNECT_TIMEOUT_S + settings.WEBHOOKS_READ_TIMEOUT_S
 
 
+# The system resolver takes no timeout: lookups run here, and a send waits for one at most
+# WEBHOOKS_CONNECT_TIMEOUT_S. A hung lookup keeps its thread until it returns; with every
+# thread hung, later lookups wait in the queue and time out alike (DNS is down for all).
+_resolver = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="dns")
+
+
 def address_resolve(host: str, port: int) -> str:
-    """Resolve ``host`` and return the address to connect to; refuse a private one."""
+    """Resolve ``host`` (within the connect timeout) and return the address to connect to;
+    refuse a private one."""
+    lookup = _resolver.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = lookup.result(timeout=settings.WEBHOOKS_CONNECT_TIMEOUT_S)
+    except concurrent.futures.TimeoutError:
+        within = f"no answer within {settings.WEBHOOKS_CONNECT_TIMEOUT_S:g} s"
+        raise SendFailed(f"cannot resolve {host}: {within}") from None
     except OSError as exc:
         raise SendFailed(f"cannot resolve {host}: {exc}") from None
     addresses = [info[4][0] for info in infos]

@@ -6,6 +6,7 @@ a real receiver."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 from typing import Any
 
@@ -151,3 +152,29 @@ def test_a_redelivery_keeps_the_events_time_and_opens_a_new_window(
     ).content.decode()
     assert f'delivery-event-at">{happened:%Y-%m-%d %H:%M:%S}<' in page
     assert f"redelivered {delivery.redelivered_at:%Y-%m-%d %H:%M:%S}" in page
+
+
+def test_a_hung_dns_lookup_fails_the_attempt_within_the_connect_timeout(
+    monkeypatch, settings
+) -> None:
+    """The system resolver takes no timeout, and a hung DNS server cannot be set up here (the
+    resolver is the machine's): getaddrinfo is replaced by a lookup that never answers, the
+    one stand-in of these tests. The attempt fails (and is retried) at the connect timeout
+    instead of holding the worker past its lease."""
+    settings.WEBHOOKS_CONNECT_TIMEOUT_S = 0.3
+    release = threading.Event()
+
+    def hung(*args: Any, **kwargs: Any) -> Any:
+        release.wait(10)
+        raise OSError("released")
+
+    monkeypatch.setattr(sending.socket, "getaddrinfo", hung)
+    started = time.monotonic()
+    try:
+        with pytest.raises(
+            sending.SendFailed, match=r"^cannot resolve hooks\.example: no answer within 0\.3 s$"
+        ):
+            sending.post(url="https://hooks.example/in", body=b"{}", headers={})
+        assert time.monotonic() - started < 2.0
+    finally:
+        release.set()
