@@ -172,7 +172,8 @@ class SubscriptionAdmin(admin.ModelAdmin):
         obj = get_object_or_404(Subscription, pk=pk)
         if not self.has_change_permission(request, obj):
             return HttpResponse(status=403)
-        secret = subscription_secret_rotate(subscription=obj)
+        revoke = request.POST.get("revoke") == "1"  # a leaked secret: no overlap
+        secret = subscription_secret_rotate(subscription=obj, revoke=revoke)
         return self._secret_page(request, obj, secret, created=False)
 
     def redeliver_view(self, request: HttpRequest, pk: int) -> HttpResponse:

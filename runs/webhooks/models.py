@@ -41,6 +41,10 @@ class Subscription(models.Model):
     format = models.CharField(max_length=10, choices=Format.choices, default=Format.STANDARD)
     enabled = models.BooleanField(default=True)
     secret = models.CharField(max_length=100, editable=False)  # whsec_…: signs, never shown
+    # After a rotation the old secret signs beside the new one until this time (Standard
+    # Webhooks' several signatures), so receivers switch over without a failed delivery.
+    previous_secret = models.CharField(max_length=100, blank=True, editable=False)
+    previous_secret_until = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     failing_since = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="the first failure since the last success"
@@ -52,6 +56,14 @@ class Subscription(models.Model):
 
     def __str__(self) -> str:
         return self.url
+
+    def signing_secrets(self, *, now: dt.datetime) -> list[str]:
+        """The secrets a request made at ``now`` is signed with: the secret, and the old one
+        while a rotation's overlap lasts."""
+        until = self.previous_secret_until
+        if self.previous_secret and until is not None and now < until:
+            return [self.secret, self.previous_secret]
+        return [self.secret]
 
 
 class Delivery(models.Model):

@@ -148,8 +148,12 @@ def _send(delivery: Delivery) -> Outcome:
     started = time.monotonic()
     try:
         body = body_render(delivery.payload, format=subscription.format)
+        at = timezone.now()
         headers = headers_signed(
-            secret=subscription.secret, message_id=delivery.message_id, body=body
+            secrets=subscription.signing_secrets(now=at),
+            message_id=delivery.message_id,
+            body=body,
+            at=at,
         )
         answer = sending.post(url=subscription.url, body=body, headers=headers)
     except (sending.SendRefused, sending.SendFailed) as exc:

@@ -129,11 +129,13 @@ def body_render(payload: dict[str, Any], *, format: str) -> bytes:
 
 
 def headers_signed(
-    *, secret: str, message_id: str, body: bytes, at: dt.datetime | None = None
+    *, secrets: list[str], message_id: str, body: bytes, at: dt.datetime | None = None
 ) -> dict[str, str]:
-    """The Standard Webhooks headers for one attempt (a new timestamp each time, same id)."""
+    """The Standard Webhooks headers for one attempt (a new timestamp each time, same id):
+    one signature per secret, space-separated, as the specification has it for rotation."""
     at = at or dt.datetime.now(dt.UTC)
-    signature = Webhook(secret).sign(message_id, at, body.decode("utf-8"))
+    text = body.decode("utf-8")
+    signature = " ".join(Webhook(secret).sign(message_id, at, text) for secret in secrets)
     return {
         "webhook-id": message_id,
         "webhook-timestamp": str(int(at.timestamp())),

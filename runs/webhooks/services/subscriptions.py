@@ -8,6 +8,7 @@ process's change is seen within that time.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import ipaddress
 import secrets
 import socket
@@ -21,6 +22,7 @@ from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 from django.utils.encoding import iri_to_uri, punycode
 
 from contextadmin import selectors
@@ -30,6 +32,7 @@ from runs.webhooks.models import EVENTS, FORMATS, Subscription
 SUBSCRIPTIONS_CACHE_S = 1.0
 URL_MAX_CHARS = 2000
 SECRET_BYTES = 24
+SECRET_OVERLAP = dt.timedelta(hours=24)  # a rotated secret still signs this long
 
 
 def secret_new() -> str:
@@ -229,12 +232,20 @@ def subscription_create(
     return subscription, secret
 
 
-def subscription_secret_rotate(*, subscription: Subscription) -> str:
+def subscription_secret_rotate(*, subscription: Subscription, revoke: bool = False) -> str:
     """Give the subscription a new secret; return it (shown once). Sends from now on sign
-    with it, retries of earlier deliveries included."""
+    with it, retries of earlier deliveries included, and for SECRET_OVERLAP with the old one
+    too, so a receiver updated any time within it never fails a delivery; ``revoke`` (a
+    leaked secret) stops the old one at once."""
     secret = secret_new()
-    Subscription.objects.filter(pk=subscription.pk).update(secret=secret)
-    subscription.secret = secret
+    fields = {
+        "secret": secret,
+        "previous_secret": "" if revoke else subscription.secret,
+        "previous_secret_until": None if revoke else timezone.now() + SECRET_OVERLAP,
+    }
+    Subscription.objects.filter(pk=subscription.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(subscription, name, value)
     return secret
 
 

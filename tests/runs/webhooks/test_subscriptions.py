@@ -175,7 +175,7 @@ def test_the_docs_five_line_receiver_verifies_a_signed_request() -> None:
     namespace: dict = {}
     exec(block.replace("whsec_…your secret…", secret), namespace)  # noqa: S102 (our docs)
     body = body_render({"type": "handoff", "data": {"event": "handoff"}}, format="standard")
-    headers = headers_signed(secret=secret, message_id="msg_1", body=body)
+    headers = headers_signed(secrets=[secret], message_id="msg_1", body=body)
     assert namespace["receive"](body, headers) == {"type": "handoff", "data": {"event": "handoff"}}
     with pytest.raises(WebhookVerificationError):
         namespace["receive"](body, {**headers, "webhook-id": "msg_2"})
