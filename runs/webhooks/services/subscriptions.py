@@ -258,7 +258,9 @@ def subscriptions_active() -> tuple[Subscription, ...]:
     now = time.monotonic()
     if now - _cache["at"] > SUBSCRIPTIONS_CACHE_S:
         _cache["subscriptions"] = tuple(
-            Subscription.objects.filter(enabled=True).select_related("workflow").defer("secret")
+            Subscription.objects.filter(enabled=True)
+            .select_related("workflow")
+            .defer("secret", "previous_secret")
         )
         _cache["at"] = now
     subscriptions: tuple[Subscription, ...] = _cache["subscriptions"]
