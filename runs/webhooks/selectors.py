@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 from django.utils import timezone
 
 from runs.webhooks.models import Attempt, Delivery, Subscription
@@ -14,10 +14,18 @@ ATTEMPTS_SHOWN = 5
 
 
 def subscription_recent_deliveries(*, subscription: Subscription) -> list[Delivery]:
-    """The latest deliveries, newest first, each with its latest attempts."""
+    """The latest deliveries, newest first, each with its latest attempts and, when pending,
+    whether an earlier event of its lane holds it back (deliveries go in order per run)."""
     attempts = Attempt.objects.order_by("-pk")
+    earlier = Delivery.objects.filter(
+        subscription=OuterRef("subscription"),
+        lane=OuterRef("lane"),
+        status=Delivery.Status.PENDING,
+        pk__lt=OuterRef("pk"),
+    )
     rows = (
         Delivery.objects.filter(subscription=subscription)
+        .annotate(held_back=Exists(earlier))
         .order_by("-pk")
         .prefetch_related(Prefetch("tries", queryset=attempts))[:RECENT_DELIVERIES]
     )

@@ -12,8 +12,11 @@ from django.urls import reverse
 
 from contextadmin.models import Workflow
 from contextadmin.services import workflow_import
+from runs.services.ingest import event_ingest
+from runs.services.lifecycle import run_start
 from runs.webhooks.models import Delivery, Subscription
 from runs.webhooks.services.subscriptions import subscription_create
+from tests.support.demo import demo_events
 
 pytestmark = pytest.mark.django_db
 ADD = "admin:webhooks_subscription_add"
@@ -178,3 +181,24 @@ def test_a_test_event_or_redelivery_to_a_switched_off_subscription_says_it_waits
     redeliver_url = reverse("admin:webhooks_redeliver", args=[delivery.pk])
     page = admin_client.post(redeliver_url, follow=True).content.decode()
     assert "queued again. The subscription is switched off" in page
+
+
+def test_a_delivery_held_back_by_an_earlier_one_says_so_and_links_its_run(
+    admin_client, generator
+) -> None:
+    """Deliveries go in order per run: one waiting behind its run's earlier event said only
+    "not sent yet", as if nothing were holding it; each row links the run page it is about."""
+    subscription, _ = subscription_create(
+        url="https://h.example/x", events=["run_started", "flag_flipped"]
+    )
+    run = run_start(workflow_name="Generator", enterprise_id="acme").run
+    event_ingest(run_id=run.pk, events=demo_events()[:6])  # interview_complete flips at 5
+    page = admin_client.get(
+        reverse("admin:webhooks_subscription_change", args=[subscription.pk])
+    ).content.decode()
+    started, flipped = Delivery.objects.order_by("pk")
+    row = page.split(f'data-message-id="{flipped.message_id}"')[1].split("</tr>")[0]
+    assert "waiting for an earlier event of its run (sent in order)" in row
+    assert f'href="{flipped.payload["data"]["url"]}">the run page</a>' in row
+    head = page.split(f'data-message-id="{started.message_id}"')[1].split("</tr>")[0]
+    assert "not sent yet" in head and "waiting for" not in head
