@@ -7,6 +7,7 @@ protocol is ``runs.resume.ResumeStream`` and the ingest batching ``runs.batching
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -48,6 +49,7 @@ CLOSE_CODES = {401: CLOSE_UNAUTHORIZED, 403: CLOSE_FORBIDDEN, 404: CLOSE_NOT_FOU
                429: CLOSE_TOO_MANY}
 TOKEN_RECHECK_S = 1.0  # an open ingest socket notices a revoked token within this long
 SESSION_RECHECK_S = 1.0  # an open inspector socket re-reads its session this often...
+SESSION_WATCH_S = 2.0  # ...and at least this often while nothing is sent (a quiet run or list)
 SHARED_READ_S = 0.5  # ...sharing a read younger than this with the other sockets (SharedReads)
 PING_MAX_CHARS = 200
 
@@ -113,11 +115,14 @@ class StaffSocket(DispatchWithoutConnectionHop, AsyncWebsocketConsumer):
     sent, re-read at most every SESSION_RECHECK_S (as ingest sockets re-read their token).
 
     Logging out, a deleted or flushed session, an inactive user, a password change (4401) or
-    a user no longer staff (4403) closes the socket before its next message.
+    a user no longer staff (4403) closes the socket before its next message, and within
+    SESSION_WATCH_S when none comes: a page of a quiet run must not read "live" to a user
+    who may no longer watch it.
     """
 
     session_checked_at = 0.0
     session_lost = False
+    session_watch: asyncio.Task[None] | None = None
 
     def _session_admitted(self) -> bool:
         """At connect: the session's user as the middleware read it."""
@@ -147,6 +152,26 @@ class StaffSocket(DispatchWithoutConnectionHop, AsyncWebsocketConsumer):
             return False
         return True
 
+    def _session_watch_start(self) -> None:
+        """Re-read the session every SESSION_WATCH_S while the socket is open."""
+        self.session_watch = asyncio.ensure_future(self._session_watching())
+
+    async def _session_watch_stop(self) -> None:
+        if self.session_watch is not None:
+            self.session_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.session_watch
+            self.session_watch = None
+
+    async def _session_watching(self) -> None:
+        while True:
+            await asyncio.sleep(SESSION_WATCH_S)
+            try:
+                if not await self._session_live():
+                    return
+            except Exception:  # a failed read (database away): the next round reads again
+                logger.warning("inspector socket: session re-read failed", exc_info=True)
+
 
 class RunConsumer(StaffSocket):
     """``/ws/runs/<run_id>/?after=<seq>``: snapshot, then every later event exactly once.
@@ -159,12 +184,14 @@ class RunConsumer(StaffSocket):
     resync_max_interval = RESYNC_MAX_INTERVAL_S
     stream: ResumeStream | None = None
     group: str | None = None
+    run_id = ""
 
     async def connect(self) -> None:
         if not self._session_admitted():
             await self.close(code=CLOSE_FORBIDDEN)
             return
         run_id: str = self.scope["url_route"]["kwargs"]["run_id"]
+        self.run_id = run_id
         try:
             after = selectors.parse_seq(_query(self.scope).get("after"), name="after")
             snapshot = await database_sync_to_async(selectors.run_snapshot)(
@@ -193,8 +220,10 @@ class RunConsumer(StaffSocket):
         await self.send(text_data=json_text(snapshot))
         await self.stream.catch_up()
         self.stream.start()
+        self._session_watch_start()
 
     async def disconnect(self, code: int) -> None:
+        await self._session_watch_stop()
         if self.stream is not None:
             await self.stream.stop()
         if self.group is not None:
@@ -205,9 +234,18 @@ class RunConsumer(StaffSocket):
         ignored (so this is not a JSON consumer: no frame can close the socket)."""
         if self.stream is None or not text_data or len(text_data) >= PING_MAX_CHARS:
             return
-        if '"ping"' in text_data and await self._session_live():
+        if '"ping"' in text_data and await self._session_live() and await self._run_kept():
             seq = await self.stream.ping()
             await self.send(text_data=pong_message(seq=seq))
+
+    async def _run_kept(self) -> bool:
+        """A run deleted while its page is open (prune_runs) is said so at the next ping, as a
+        reconnect would say it (an error message, then 4404), not answered as a quiet run."""
+        if await database_sync_to_async(selectors.run_exists)(run_id=self.run_id):
+            return True
+        await self.send(text_data=json_text(error_message(selectors.run_not_found(self.run_id))))
+        await self.close(code=CLOSE_NOT_FOUND)
+        return False
 
     async def run_events(self, message: dict[str, Any]) -> None:
         """A batch's events, from ingest (``run.events``)."""
@@ -232,8 +270,10 @@ class RunListConsumer(StaffSocket):
         await self.accept()
         await self.channel_layer.group_add(RUNS_GROUP, self.channel_name)
         self.joined = True
+        self._session_watch_start()
 
     async def disconnect(self, code: int) -> None:
+        await self._session_watch_stop()
         if self.joined:
             await self.channel_layer.group_discard(RUNS_GROUP, self.channel_name)
 

@@ -24,6 +24,7 @@ from runs.selectors.front_page import (
     recent_changes,
     runs_live,
     runs_live_count,
+    workflow_last_runs,
     workflow_rows,
 )
 from runs.selectors.recorded import (
@@ -39,6 +40,7 @@ from runs.selectors.retention import (
 from runs.selectors.run import (
     parse_seq,
     run_ended_by,
+    run_exists,
     run_get,
     run_identity,
     run_not_found,
@@ -88,6 +90,7 @@ __all__ = [
     "run_ended_by",
     "run_event_messages",
     "run_events_chunk",
+    "run_exists",
     "run_export_header",
     "run_flag_names",
     "run_get",
@@ -107,6 +110,7 @@ __all__ = [
     "runs_ended_before",
     "runs_live",
     "runs_live_count",
+    "workflow_last_runs",
     "workflow_rows",
     "workflow_runs_by_version",
 ]

@@ -69,6 +69,20 @@ def workflow_rows() -> list[WorkflowRow]:
     ]
 
 
+def workflow_last_runs(*, rows: list[WorkflowRow]) -> list[dict[str, str | None]]:
+    """Each workflow's last run as the front page's re-read sends it (its "Last run" cells)."""
+    return [
+        {
+            "workflow": row.name,
+            "id": row.last_run_id,
+            "status": row.last_run_status,
+            "started_at": row.last_run_started_at.isoformat(),
+        }
+        for row in rows
+        if row.last_run_id and row.last_run_started_at
+    ]
+
+
 LIVE_SHOWN = 20  # the front page's *live now* lists this many; a line says how many more
 
 

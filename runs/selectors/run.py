@@ -30,6 +30,12 @@ def run_get(*, run_id: str, token: ApiToken | None = None) -> Run:
     return run
 
 
+def run_exists(*, run_id: str) -> bool:
+    """Whether the run is still stored (an open run page asks on each ping: prune_runs may
+    have deleted it meanwhile); one primary-key look-up, no row loaded."""
+    return run_id_valid(run_id) and Run.objects.filter(pk=run_id).exists()
+
+
 def parse_seq(raw: str | None, *, name: str = "at") -> int | None:
     """Parse a ``?at=``/``?after=`` query value: None when absent, else a seq >= 0."""
     if raw is None or raw == "":

@@ -18,6 +18,7 @@ from contextadmin_sdk.engine.format import (
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from contextadmin.errors import (
@@ -91,6 +92,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
                 "filters": search,
                 "paged": paged,
                 "stale_after_s": selectors.run_stale_after_s(),
+                "now": timezone.now().isoformat(),  # stale and durations on the server's clock
             },
             "workflows": selectors.run_workflow_names(),
             "flags": selectors.run_flag_names(),
@@ -111,6 +113,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     page = {
         "run": selectors.run_summary(run=run),
         "stale_after_s": selectors.run_stale_after_s(),
+        "now": timezone.now().isoformat(),  # stale and durations on the server's clock
         "variables": _variables_meta(definitions),
         # the rules as pinned at start: the graph's edges; their readiness comes with the state
         "handoffs": definitions.get("handoffs", []),

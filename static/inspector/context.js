@@ -1,6 +1,6 @@
 // The context table: values grouped by category, each with where it came from.
 
-import { el, replace, show } from "./dom.js";
+import { clipped, el, replace, show } from "./dom.js";
 
 // Per variable, the table lists its latest HISTORY_SHOWN flips and sets (a fast run may set one
 // thousands of times); time travel shows the state after any earlier one.
@@ -115,7 +115,7 @@ export function renderContext(container, view) {
         class: [view.changed?.has(name) && "flash", derived && (value === true ? "flag-on" : "flag-off")],
       },
       el("th", { scope: "row", title: variables[name]?.description || null }, el("code", {}, name)),
-      el("td", { class: ["value", !present && "absent"] }, present ? show(value) : "(absent)"),
+      el("td", { class: ["value", !present && "absent"] }, present ? clipped(show(value), { limit: 300, key: `context ${name}` }) : "(absent)"),
       el("td", { class: "provenance" }, sourceCell(name, provenance[name], category, history)));
     });
     tables.push(el("table", { class: `context context-${category}` },

@@ -1,7 +1,7 @@
 // Hand-off readiness as the server computed it (contextadmin_sdk.engine.handoffs_readiness, sent with the
 // snapshot, every event and the state API): this module only displays it.
 
-import { el, replace, show } from "./dom.js";
+import { clipped, el, replace, show } from "./dom.js";
 
 export const STATUS_LABELS = {
   holds: "holds",
@@ -22,7 +22,7 @@ function valueChips(row) {
   if (!row) return null;
   return el("div", { class: "chips" }, row.values.map((value) =>
     el("span", { class: ["chip", value.present ? "chip-value" : "chip-absent"] },
-      `${value.name} = ${value.present ? show(value.value) : "(absent)"}`)));
+      clipped(`${value.name} = ${value.present ? show(value.value) : "(absent)"}`, { limit: 120 }))));
 }
 
 /**

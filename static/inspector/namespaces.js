@@ -1,7 +1,7 @@
 // Seed 004's agent and world namespaces: each path an output mapping wrote, its value, and the
 // tool that set it (the server's "writes": path -> { tool, field, seq }).
 
-import { el, replace, show } from "./dom.js";
+import { clipped, el, replace, show } from "./dom.js";
 
 /** Follow a dot path into the state; undefined when absent. */
 function valueAt(state, path) {
@@ -51,7 +51,7 @@ export function renderNamespaces(container, { state, writes, namespaces, mapping
       ] : [];
       return el("tr", { dataset: { path } },
         el("th", { scope: "row" }, el("code", {}, path)),
-        el("td", { class: ["value", value === undefined && "absent"] }, value === undefined ? "(absent)" : show(value)),
+        el("td", { class: ["value", value === undefined && "absent"] }, value === undefined ? "(absent)" : clipped(show(value), { limit: 300, key: `space ${path}` })),
         el("td", { class: "provenance" }, source));
     });
     if (!rows.length) continue;

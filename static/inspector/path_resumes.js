@@ -4,6 +4,7 @@
 // one's run), so an operator sees where one runtime stopped and the next took over.
 
 import { el, when } from "./dom.js";
+import { serverNow } from "./lifecycle.js";
 
 /** Why the run resumed there, in words (`from`: the status it resumed from). */
 function why(resume) {
@@ -39,5 +40,5 @@ export function pathTaken(path, resumes, limit) {
  * it; a live one's, none yet: its arrival, as the page's "last event" is. */
 export function followResumes(resumes, message) {
   if (!message.resumed) return resumes;
-  return [...resumes, { received_at: new Date().toISOString(), ...message.resumed }];
+  return [...resumes, { received_at: new Date(serverNow()).toISOString(), ...message.resumed }];
 }

@@ -4,7 +4,7 @@
 // of categories, namespaces and event types) is displayed as sent, never recomputed here.
 
 import { jsonScript } from "./dom.js";
-import { lastActivity } from "./lifecycle.js";
+import { clockFrom, lastActivity } from "./lifecycle.js";
 import { applyEvent, applySnapshot, runModel } from "./run_model.js";
 import { runPanels } from "./run_render.js";
 import { RunView, timeTravel } from "./run_travel.js";
@@ -16,6 +16,7 @@ import { readState, writeState } from "./urlstate.js";
 
 const root = document.getElementById("inspector");
 const page = jsonScript("page-data");
+clockFrom(page.now); // stale and durations on the server's clock
 const { namespaces, event_types: eventTypes } = page.constants;
 const outputNamespaces = page.constants.output_namespaces || [];
 const ENDED = new Set(page.constants.ended_statuses); // the engine's: completed, failed, cancelled (not paused)
@@ -124,8 +125,10 @@ const socket = new LiveSocket(root.dataset.wsPath, {
   sequenced: true,
   after: page.stream_after,
   onStatus(state, detail) {
+    const changed = state !== conn.state;
     conn = { state, detail };
     panels.showConn();
+    if (changed) panels.schedule(); // the panels say whether what they show is live
   },
   onMessage(message) {
     if (message.type === "snapshot") {

@@ -2,6 +2,7 @@
 // server sent it (the hand-off readiness, the sender, the output mappings' writes). The panels
 // draw from it (run_render.js); nothing here touches the page.
 
+import { serverNow } from "./lifecycle.js";
 import { writeAt } from "./namespaces.js";
 import { followResumes } from "./path_resumes.js";
 import { senderOf } from "./stream.js";
@@ -76,7 +77,7 @@ export function applyEvent(model, message, ended) {
   // An event the server's summary already counted (the page's, or the snapshot's) keeps the
   // run's stored last event time; a newer one arrived just now.
   if (message.seq > (model.run.event_count || 0)) {
-    model.run.last_event_at = new Date().toISOString();
+    model.run.last_event_at = new Date(serverNow()).toISOString();
     model.run.event_count = message.seq;
   }
   if (message.event.type === "warning") model.warnings += 1;

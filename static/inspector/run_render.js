@@ -74,8 +74,10 @@ export function runPanels({ page, model, view, jump, conn, afterRender }) {
     setText($("run-warnings-count"), String(model.warnings));
     $("run-warnings").dataset.count = String(model.warnings);
     renderLifecycle();
-    // an ended run's latest state is its final one: "live" only while the run can change
-    const latest = `${model.run.ended_at ? "final" : "live"} · after #${model.lastSeq}`;
+    // an ended run's latest state is its final one: "live" only while the run can change and
+    // the socket brings its events (disconnected, the panels show what was last heard)
+    const liveNow = model.run.ended_at ? "final" : conn().state === "live" ? "live" : "not live";
+    const latest = `${liveNow} · after #${model.lastSeq}`;
     setText($("context-at"), view.live ? latest : `after #${view.seq}`);
 
     const contextKey = view.live ? `live ${model.revision}` : `at ${view.revision}`;

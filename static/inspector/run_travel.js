@@ -30,9 +30,14 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
   // "Compare with #" follows the live end until the reader types another number
   let compareFollows = !initial.compare || initial.compare[1] === "live";
   let token = 0;
+  // The reader moved the slider (a drag, its keys) and the view has not followed yet: the
+  // renders of a streaming run leave the slider where the reader put it (they moved it back to
+  // the live end, so each key press started again from there).
+  let moving = false;
 
   function goLive() {
     token += 1;
+    moving = false;
     view.show({ live: true, seq: null, state: null });
     writeState({ at: null });
     $("travel-live").setAttribute("aria-pressed", "true");
@@ -75,9 +80,12 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
           spaces: spacesOf(data.state, outputNamespaces), writes: data.writes || {},
         },
       });
-      showAt(data.seq); // a render while the request was out moved the slider to the live end
+      moving = false;
+      showAt(data.seq);
       changed();
     } catch (error) {
+      if (mine !== token) return;
+      moving = false;
       replace($("travel-note"), el("span", { class: "error" }, `Could not load #${seq}: ${error.message}`));
       $("travel-note").hidden = false;
     }
@@ -100,7 +108,9 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
   function follow() {
     const slider = $("travel-seq");
     slider.max = String(model.lastSeq);
-    if (view.live) {
+    if (moving) {
+      // the reader's value stands until its state arrives
+    } else if (view.live) {
       slider.value = String(model.lastSeq);
       setText($("travel-out"), `#${model.lastSeq}`);
     } else if (view.seq !== null) {
@@ -128,8 +138,10 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
   const travelSoon = debounce((seq) => travelTo(seq), 150);
   $("travel-seq").addEventListener("input", (event) => {
     const seq = Number(event.target.value);
+    moving = true;
     $("travel-out").textContent = `#${seq}`;
-    travelSoon(seq);
+    // the right end (End, a drag all the way) is the live end, however many events came since
+    travelSoon(seq >= Number(event.target.max) ? Infinity : seq);
   });
   $("travel-live").addEventListener("click", goLive);
   $("compare-b").addEventListener("input", () => {

@@ -1,8 +1,11 @@
 // The runs list: one page of rows from the page's JSON, kept live by /ws/runs/. The search
 // applies to live rows too; new runs join only the newest page (an older page stays put).
+// The page re-reads its rows (?format=json) after a reconnect and every RESYNC_MS: a
+// runs-list message lost on the way (a Redis restart, a failed broadcast, a socket away) is
+// never sent again, and a run that ended meanwhile would read running, then stale.
 
-import { el, getJSON, jsonScript, replace, shortId, when } from "./dom.js";
-import { lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
+import { el, focusKept, getJSON, jsonScript, replace, shortId, when } from "./dom.js";
+import { clockFrom, lastActivity, runDuration, statusKey, statusLabel } from "./lifecycle.js";
 import { LiveSocket, showStatus } from "./socket.js";
 
 const table = document.getElementById("runs");
@@ -11,7 +14,10 @@ const empty = document.getElementById("runs-empty");
 const meta = jsonScript("list-meta") || {};
 const filters = meta.filters || {};
 const staleAfterS = meta.stale_after_s || 0;
+clockFrom(meta.now); // stale and durations on the server's clock
 const rows = new Map(); // run id -> { run, tr }
+const RESYNC_MS = 30_000;
+let arrived = null; // while a re-read is out: the messages that came meanwhile, newer than it
 
 function detailUrl(id) {
   return table.dataset.detailUrl.replace("RUN_ID", encodeURIComponent(id));
@@ -67,7 +73,7 @@ function upsert(run, { fresh = false, live = false } = {}) {
   if (!known && live && meta.paged) return; // an older page keeps its rows
   const tr = renderRow(run);
   if (known) {
-    known.tr.replaceWith(tr);
+    focusKept(body, () => known.tr.replaceWith(tr));
   } else {
     // newest first: place by start time
     const after = [...rows.values()].find((row) => row.run.started_at < run.started_at);
@@ -81,9 +87,11 @@ function upsert(run, { fresh = false, live = false } = {}) {
 }
 
 function renderAll(runs) {
-  rows.clear();
-  replace(body);
-  for (const run of runs) upsert(run);
+  focusKept(body, () => {
+    rows.clear();
+    replace(body);
+    for (const run of runs) upsert(run);
+  });
   empty.hidden = rows.size > 0;
 }
 
@@ -98,12 +106,43 @@ function tick() {
   }
 }
 
+/** The cursor of this page (an older page re-reads its own slice; the newest page has none). */
+function cursor() {
+  if (!meta.paged) return {};
+  const query = new URLSearchParams(window.location.search);
+  return Object.fromEntries(["before", "after"].filter((key) => query.get(key)).map((key) => [key, query.get(key)]));
+}
+
+/** The newest page's "Older →": the server's cursor after the page it just sent (the rows
+ * re-read replace those the page was rendered with, so the old cursor would skip some). */
+function olderShow(next) {
+  let older = document.getElementById("page-older");
+  if (!next) {
+    older?.remove();
+    return;
+  }
+  const query = new URLSearchParams(Object.entries(filters).filter(([, value]) => value));
+  query.set("before", next);
+  if (!older) {
+    older = el("a", { id: "page-older", rel: "next" }, "Older →");
+    document.getElementById("pager").append(older);
+  }
+  older.href = `${table.dataset.listUrl}?${query}`;
+}
+
 async function refresh() {
-  if (meta.paged) return; // an older page is a fixed slice; the newest page re-reads itself
+  if (arrived) return; // one at a time
+  arrived = [];
   try {
-    const data = await getJSON(table.dataset.listUrl, { ...filters, format: "json" });
+    const data = await getJSON(table.dataset.listUrl, { ...filters, ...cursor(), format: "json" });
+    const later = arrived;
+    arrived = null;
     renderAll(data.runs);
+    if (!meta.paged) olderShow(data.next);
+    for (const run of later) upsert(run, { live: true }); // sent after the page was read
+    empty.hidden = rows.size > 0;
   } catch (error) {
+    arrived = null;
     console.warn("runs list refresh failed", error);
   }
 }
@@ -123,9 +162,12 @@ const socket = new LiveSocket(table.dataset.wsPath, {
   },
   onMessage(message) {
     if (message.type !== "run") return;
+    arrived?.push(message.run);
     upsert(message.run, { fresh: !rows.has(message.run.id), live: true });
     empty.hidden = rows.size > 0;
   },
 }).start();
+// (not once the socket closed for good: a session that ended gets the login page, not data)
+setInterval(() => { if (!socket.stopped && document.visibilityState === "visible") refresh(); }, RESYNC_MS);
 
-window.inspector = { socket, rows, tick };
+window.inspector = { socket, rows, tick, refresh };

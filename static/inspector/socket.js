@@ -3,9 +3,9 @@
 
 const FINAL_CLOSE_CODES = new Map([
   [4400, "the server refused the request"],
-  [4401, "not authenticated"],
+  [4401, "session ended: reload the page to log in"],
   [4403, "not allowed: log in as a staff user"],
-  [4404, "no such run"],
+  [4404, "the run no longer exists (deleted)"],
 ]);
 
 export class LiveSocket {

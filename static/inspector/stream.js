@@ -1,6 +1,6 @@
 // The event stream: newest at the bottom, filters by agent and type, pause that buffers.
 
-import { el, replace, show } from "./dom.js";
+import { clipped, el, replace, show } from "./dom.js";
 
 // The list keeps the newest MAX_ROWS rows (older ones leave the page, and the page says so:
 // time travel and the JSONL download still reach every event). Rendering cost grows with the
@@ -20,21 +20,21 @@ export function senderOf(message) {
 export function eventBody(event) {
   switch (event.type) {
     case "agent_text":
-      return el("div", { class: "ev-text" }, event.text ?? "");
+      return el("div", { class: "ev-text" }, clipped(String(event.text ?? "")));
     case "tool_response":
       return el("div", { class: "ev-text" },
         el("code", {}, event.tool), event.status ? ` → ${event.status}` : "",
-        event.data !== undefined ? el("pre", { class: "ev-data" }, JSON.stringify(event.data, null, 1)) : null);
+        event.data !== undefined ? el("pre", { class: "ev-data" }, clipped(JSON.stringify(event.data, null, 1))) : null);
     case "context_set":
-      return el("div", { class: "ev-text" }, el("code", {}, event.name), " = ", show(event.value),
+      return el("div", { class: "ev-text" }, el("code", {}, event.name), " = ", clipped(show(event.value)),
         event.tool ? el("span", { class: "muted" }, ` (set by tool ${event.tool})`) : null);
     case "warning": // a change the run refused: shown, counted, never dropped silently
       return el("div", { class: ["ev-text", "ev-warning"] }, "⚠ refused ",
         ...(event.rule === "deleted" ? ["deleting ", el("code", {}, event.name)]
-          : [el("code", {}, event.name), " = ", show(event.value)]),
+          : [el("code", {}, event.name), " = ", clipped(show(event.value))]),
         event.tool ? ` by tool ${event.tool}` : "",
         el("span", { class: "pill warning-rule" }, String(event.rule ?? "")),
-        event.text ? el("div", { class: "muted" }, event.text) : null);
+        event.text ? el("div", { class: "muted" }, clipped(String(event.text))) : null);
     case "run_status":
       return el("div", { class: "ev-text" }, "run ", el("span", { class: "pill", dataset: { status: event.status } }, event.status));
     case "handoff":
@@ -203,7 +203,11 @@ export class EventStream {
     if (hidden) { this.noMatch.hidden = true; return; }
     const what = [this.agentSelect.value && `agent ${this.agentSelect.value}`,
       this.typeSelect.value && `type ${this.typeSelect.value}`].filter(Boolean).join(" and ");
-    replace(this.noMatch, `No event matches ${what}. `,
+    // once earlier events left the list, the run may well have some: say where they are
+    const held = this.list.childElementCount.toLocaleString("en-US");
+    replace(this.noMatch, this.dropped
+      ? `No event among the last ${held} matches ${what}: earlier events left the list (time travel reaches them). `
+      : `No event matches ${what}. `,
       el("button", { type: "button", class: "link-button", onclick: () => this.setFilters({}) || this.onFilter({ agent: "", type: "" }) },
         "Clear filters"));
     this.noMatch.hidden = false;

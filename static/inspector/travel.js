@@ -1,6 +1,6 @@
 // Time travel helpers: what changed between two states.
 
-import { el, replace, show } from "./dom.js";
+import { clipped, el, replace, show } from "./dom.js";
 
 /**
  * List [path, old, new] for every top-level key of each namespace whose value differs.
@@ -24,8 +24,8 @@ export function renderDiff(container, first, second, { onJump, namespaces }) {
   const flips = second.flips.filter((flip) => flip.seq > first.seq && flip.seq <= second.seq);
   const lines = rows.map(([path, old, now]) => el("tr", {},
     el("th", { scope: "row" }, el("code", {}, path)),
-    el("td", { class: ["value", old === undefined && "absent"] }, old === undefined ? "(absent)" : show(old)),
-    el("td", { class: ["value", now === undefined && "absent"] }, now === undefined ? "(absent)" : show(now))));
+    el("td", { class: ["value", old === undefined && "absent"] }, old === undefined ? "(absent)" : clipped(show(old), { limit: 300 })),
+    el("td", { class: ["value", now === undefined && "absent"] }, now === undefined ? "(absent)" : clipped(show(now), { limit: 300 }))));
   replace(container,
     el("p", {}, `From #${first.seq} to #${second.seq}: ${rows.length} change${rows.length === 1 ? "" : "s"}`,
       flips.length ? ", flips: " : "",
