@@ -30,6 +30,11 @@ from devservers.processes import (
 )
 
 DEPLOY_DOC = PROJECT / "docs" / "deploy.md"
+# What a packaged nginx.conf's http block includes: collected static files (the documented
+# /static/ alias) are served with their types, so the pages' module scripts load.
+MIME_TYPES = (
+    "    include /etc/nginx/mime.types;\n" if Path("/etc/nginx/mime.types").exists() else ""
+)
 
 
 def available() -> bool:
@@ -100,6 +105,7 @@ class Nginx(LocalAddress):
             "worker_rlimit_nofile 16384;\n"
             "events { worker_connections 8192; }\n"
             "http {\n"
+            f"{MIME_TYPES}"
             f"{paths}\n"
             f"    access_log {self.workdir}/nginx-default-access.log;\n"
             f"{server}\n"
