@@ -141,7 +141,7 @@ async def test_a_single_agents_deleted_variables_are_warned_about_and_put_back()
     with session:
         await agent.ask("Go.")
     refused = [(e["name"], e["value"], e["rule"]) for e in session.events if e["type"] == "warning"]
-    assert refused == [("product_tier", None, "constant"), ("planned", None, "type")]
+    assert refused == [("product_tier", None, "deleted"), ("planned", None, "deleted")]
     assert seen[0]["product_tier"] == "beta" and seen[0]["planned"] is False  # the next tool
     assert session.context["product_tier"] == "beta" and session.context["planned"] is False
     assert session.context == {**session.state.context}
