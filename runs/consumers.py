@@ -7,7 +7,6 @@ protocol is ``runs.resume.ResumeStream`` and the ingest batching ``runs.batching
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from runs.messages import (
 from runs.models import ApiToken
 from runs.resume import RESYNC_INTERVAL_S, RESYNC_MAX_INTERVAL_S, ResumeStream
 from runs.services.broadcast import RUNS_GROUP, run_group
+from runs.socket_tasks import task_stop
 from runs.tokens import api_token_is_live
 
 logger = logging.getLogger(__name__)
@@ -157,11 +157,8 @@ class StaffSocket(DispatchWithoutConnectionHop, AsyncWebsocketConsumer):
         self.session_watch = asyncio.ensure_future(self._session_watching())
 
     async def _session_watch_stop(self) -> None:
-        if self.session_watch is not None:
-            self.session_watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.session_watch
-            self.session_watch = None
+        await task_stop(self.session_watch)
+        self.session_watch = None
 
     async def _session_watching(self) -> None:
         while True:

@@ -13,11 +13,12 @@ exactly once and in order, across dropped group messages and forgotten membershi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+from runs.socket_tasks import task_stop
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +63,8 @@ class ResumeStream:
 
     async def stop(self) -> None:
         """Stop the idle timer."""
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-            self._timer = None
+        await task_stop(self._timer)
+        self._timer = None
 
     async def deliver(self, items: Items) -> None:
         """Send a group message's events: drop what was sent, fill a gap from the log first."""
