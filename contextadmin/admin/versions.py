@@ -3,6 +3,7 @@ recorded runs), revert, a second operator's approval, and each version's downloa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from contextadmin_sdk.engine import format as fmt
@@ -24,6 +25,15 @@ BASE_MISSING = (
     "the request did not say which version the page showed (base_version): reload History and "
     "try again; nothing changed"
 )
+
+
+@dataclass(frozen=True)
+class _VersionAction:
+    """A version action's post, checked: what the revert and approve services both take
+    (the workflow, who acts, the page's base version, the comment) and the History to go to."""
+
+    arguments: dict[str, Any]
+    history: str
 
 
 class WorkflowVersionsMixin:
@@ -120,15 +130,26 @@ class WorkflowVersionsMixin:
         return TemplateResponse(request, "admin/contextadmin/workflow/history.html", context)
 
     def _version_action_target(
-        self, request: HttpRequest, object_id: str
-    ) -> tuple[Workflow, int | None]:
+        self, request: HttpRequest, object_id: str, number: int, *, verb: str
+    ) -> _VersionAction | HttpResponse:
+        """A version action's post, checked, or the answer already: History for a link (a
+        GET acts on nothing), a refusal for a post without the version its page showed as
+        the newest (``base_version``: a stale page is refused)."""
+        if request.method == "GET":
+            return self._version_action_asked(request, object_id, number, revert=verb == "reverted")
         if request.method != "POST":
             raise PermissionDenied
         workflow = self.get_object(request, object_id)
         if workflow is None or not self.has_change_permission(request, workflow):
             raise PermissionDenied
+        history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
         base = request.POST.get("base_version", "")
-        return workflow, int(base) if base.isascii() and base.isdigit() else None
+        if not (base.isascii() and base.isdigit()):
+            messages.error(request, f"Not {verb}: {BASE_MISSING}")
+            return HttpResponseRedirect(f"{history}?to={number}")
+        comment = request.POST.get("comment", "").strip()[:1000]
+        arguments = {"workflow": workflow, "user": request.user, "base": int(base)}
+        return _VersionAction(arguments={**arguments, "comment": comment}, history=history)
 
     def _version_action_asked(
         self, request: HttpRequest, object_id: str, number: int, *, revert: bool
@@ -149,55 +170,37 @@ class WorkflowVersionsMixin:
 
     def revert_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
         """Make an old version the newest again: a new version (a draft under review)."""
-        if request.method == "GET":
-            return self._version_action_asked(request, object_id, number, revert=True)
-        workflow, base = self._version_action_target(request, object_id)
-        history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
-        if base is None:
-            messages.error(request, f"Not reverted: {BASE_MISSING}")
-            return HttpResponseRedirect(history)
+        action = self._version_action_target(request, object_id, number, verb="reverted")
+        if isinstance(action, HttpResponse):
+            return action
         try:
-            version = services.workflow_version_revert(
-                workflow=workflow,
-                number=number,
-                user=request.user,
-                base=base,
-                comment=request.POST.get("comment", "").strip()[:1000],
-            )
+            version = services.workflow_version_revert(number=number, **action.arguments)
         except services.StaleEdit as exc:
             messages.error(request, f"Not reverted: {exc}")
-            return HttpResponseRedirect(history)
+            return HttpResponseRedirect(action.history)
         except (services.ImportRefused, ConfigError) as exc:
             messages.error(request, f"Version {number} cannot be restored: {exc}")
-            return HttpResponseRedirect(history)
+            return HttpResponseRedirect(action.history)
+        workflow = action.arguments["workflow"]
         messages.success(
             request,
             f"Reverted to version {number}: " + version_saved_message(workflow, version),
         )
-        return HttpResponseRedirect(f"{history}?to={version.number}")
+        return HttpResponseRedirect(f"{action.history}?to={version.number}")
 
     def approve_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
         """Approve the newest draft (another staff user's) and publish it."""
-        if request.method == "GET":
-            return self._version_action_asked(request, object_id, number, revert=False)
-        workflow, base = self._version_action_target(request, object_id)
-        history = reverse("admin:contextadmin_workflow_history", args=[workflow.pk])
-        if base is None:
-            messages.error(request, f"Not approved: {BASE_MISSING}")
-            return HttpResponseRedirect(f"{history}?to={number}")
+        action = self._version_action_target(request, object_id, number, verb="approved")
+        if isinstance(action, HttpResponse):
+            return action
+        shown = f"{action.history}?to={number}"
         try:
-            services.workflow_version_approve(
-                workflow=workflow,
-                number=number,
-                user=request.user,
-                comment=request.POST.get("comment", "").strip()[:1000],
-                base=base,
-            )
+            services.workflow_version_approve(number=number, **action.arguments)
         except (services.ReviewRefused, services.StaleEdit) as exc:
             messages.error(request, f"Not approved: {exc}")
-            return HttpResponseRedirect(f"{history}?to={number}")
+            return HttpResponseRedirect(shown)
         messages.success(request, f"Approved version {number}: it is now published.")
-        return HttpResponseRedirect(f"{history}?to={number}")
+        return HttpResponseRedirect(shown)
 
     def version_download_view(
         self, request: HttpRequest, object_id: str, number: int
