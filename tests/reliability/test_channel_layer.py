@@ -27,8 +27,9 @@ from channels.testing import WebsocketCommunicator
 from contextadmin.asgi import application
 from devservers.processes import Redis
 from runs.consumers import RunConsumer
-from runs.services import ingest, lifecycle
-from tests.reliability.helpers import demo_config, varied_events
+from runs.services import ingest
+from tests.reliability.helpers import varied_events
+from tests.support.inspector import watched_run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis]
 
@@ -103,20 +104,6 @@ class Stall:
         self.gate.set()
 
 
-def _setup() -> tuple[str, str]:
-    from django.contrib.auth import get_user_model
-    from django.test import Client
-
-    from contextadmin.services import workflow_import
-
-    workflow_import(name="Generator", data=demo_config())
-    user = get_user_model().objects.create_user("op", password="pw-12345678", is_staff=True)
-    client = Client()
-    client.force_login(user)
-    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
-    return client.cookies["sessionid"].value, run.pk
-
-
 async def open_inspector(run_id: str, session: str) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(
         application,
@@ -179,7 +166,7 @@ async def test_a_stalled_inspector_holds_at_most_capacity_messages_then_gets_the
     monkeypatch.setattr(
         RunConsumer, "resync_interval", 60.0, raising=False
     )  # only the ping helps here
-    session, run_id = await sync_to_async(_setup)()
+    session, run_id = await sync_to_async(watched_run)()
     stall = Stall(monkeypatch)
     comm = await open_inspector(run_id, session)
     redis_url = request.getfixturevalue("redis_server").url if layer_kind != "memory" else None
@@ -217,7 +204,7 @@ async def test_a_gap_from_a_full_channel_is_refilled_from_the_log(
     monkeypatch.setattr(
         RunConsumer, "resync_interval", 60.0, raising=False
     )  # the gap alone must do it
-    session, run_id = await sync_to_async(_setup)()
+    session, run_id = await sync_to_async(watched_run)()
     stall = Stall(monkeypatch)
     comm = await open_inspector(run_id, session)
     await post_one_by_one(run_id, varied_events(1))
@@ -240,7 +227,7 @@ async def test_a_consumer_stalled_past_expiry_rejoins_and_catches_up_by_itself(
     group and refills from the log."""
     configure_layer(capacity=100, expiry=1)
     monkeypatch.setattr(RunConsumer, "resync_interval", 0.2, raising=False)
-    session, run_id = await sync_to_async(_setup)()
+    session, run_id = await sync_to_async(watched_run)()
     stall = Stall(monkeypatch)
     comm = await open_inspector(run_id, session)
     await post_one_by_one(run_id, varied_events(5))

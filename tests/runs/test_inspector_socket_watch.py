@@ -11,14 +11,11 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
-from django.test import Client
 
 from contextadmin.asgi import application
-from contextadmin.services import workflow_import
 from runs import consumers
 from runs.models import Run
-from runs.services import lifecycle
-from tests.support.demo import demo_config
+from tests.support.inspector import watched_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,15 +28,6 @@ def quick_watch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(consumers, "SESSION_WATCH_S", 0.2)
     monkeypatch.setattr(consumers, "SESSION_RECHECK_S", 0.1)
     monkeypatch.setattr(consumers, "SHARED_READ_S", 0.0)
-
-
-def _setup() -> tuple[str, str]:
-    workflow_import(name="Generator", data=demo_config())
-    user = get_user_model().objects.create_user("op", password="pw-12345678", is_staff=True)
-    client = Client()
-    client.force_login(user)
-    run = lifecycle.run_start(workflow_name="Generator", enterprise_id="acme").run
-    return client.cookies["sessionid"].value, run.pk
 
 
 def _inspector(path: str, session: str) -> WebsocketCommunicator:
@@ -79,7 +67,7 @@ async def _closed_with(comm: WebsocketCommunicator, *, within: float) -> int:
 async def test_a_quiet_socket_is_closed_soon_after_its_session_may_no_longer_watch(
     change, code, page
 ):
-    session, run_id = await sync_to_async(_setup)()
+    session, run_id = await sync_to_async(watched_run)()
     comm = _inspector(f"/ws/runs/{run_id}/" if page == "run" else "/ws/runs/", session)
     assert (await comm.connect())[0]
     if page == "run":
@@ -92,7 +80,7 @@ async def test_a_quiet_socket_is_closed_soon_after_its_session_may_no_longer_wat
 
 
 async def test_a_run_deleted_while_its_page_is_open_is_said_at_the_next_ping():
-    session, run_id = await sync_to_async(_setup)()
+    session, run_id = await sync_to_async(watched_run)()
     comm = _inspector(f"/ws/runs/{run_id}/", session)
     assert (await comm.connect())[0]
     await comm.receive_from(timeout=5)  # the snapshot
