@@ -267,6 +267,9 @@ def workflow_import(
             f"workflow name {name!r} is invalid: start with a letter, then up to 99 letters, "
             "digits, _ or -"
         ) from None
+    problem = fmt.text_problem(comment)
+    if problem:  # e.g. --comment "$(git log -1 --format=%s)" of a non-UTF-8 commit
+        raise ImportRefused(f"comment: {problem}; nothing changed")
     parsed = specs.config_parse_all(data)  # every problem at once, not stage by stage
     workflow = Workflow.objects.select_for_update().filter(name=name).first()
     if workflow is not None and not dry_run:

@@ -117,7 +117,9 @@ def version_parse(text: str) -> int | str | None:
         return None
     if text == "draft":
         return "draft"
-    if text.isdigit() and 0 < int(text) < 2**31:
+    # ASCII digits only: str.isdigit() also accepts superscripts ("²", which int() refuses)
+    # and other scripts' digits.
+    if text.isascii() and text.isdigit() and 0 < int(text) < 2**31:
         return int(text)
     raise VersionNotFound(
         f"version: expected a version number, 'draft' or 'published', got {text!r}"

@@ -28,7 +28,10 @@ class UnknownEnvironment(ValueError):
 
 
 def workflow_get(*, name: str) -> Workflow | None:
-    """Return the workflow with this name, or None."""
+    """Return the workflow with this name, or None (also for a name no database can hold: a
+    command-line argument of non-UTF-8 bytes must not end in a traceback)."""
+    if fmt.text_problem(name):
+        return None
     return Workflow.objects.filter(name=name).first()
 
 

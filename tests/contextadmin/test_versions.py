@@ -379,10 +379,11 @@ def test_a_shell_without_review_cannot_import_over_a_draft_awaiting_review(
     assert db_dump() == before
     generator.refresh_from_db()
     assert generator.published_version.number == 1
-    call_command(  # a dry run changes nothing: it may still show the diff
-        "import_context", str(path), "--workflow", "Generator", "--replace", "--dry-run",
-        stdout=io.StringIO(),
-    )
+    with pytest.raises(CommandError, match="dry run: the import would be refused"):
+        call_command(  # it shows the diff, and fails as the import would (a CI gate)
+            "import_context", str(path), "--workflow", "Generator", "--replace", "--dry-run",
+            stdout=io.StringIO(),
+        )
     settings.CONTEXTADMIN_REVIEW = "on"  # with the server's settings: a draft, as in the admin
     out = io.StringIO()
     call_command("import_context", str(path), "--workflow", "Generator", "--replace", stdout=out)

@@ -3,6 +3,7 @@
 Exit status: 0 when no run would change, 3 when some would (a pipeline gates on it), 1 on error.
 """
 
+import math
 from typing import Any
 
 from contextadmin_sdk.engine import format as fmt
@@ -17,6 +18,7 @@ from contextadmin.selectors import (
 )
 
 CHANGED_EXIT = 3
+MAX_RUNS = 1_000_000  # past 2**63 the database refuses the LIMIT (a traceback)
 
 
 class Command(BaseCommand):
@@ -38,8 +40,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["runs"] < 1 or options["time_budget"] <= 0:
-            raise CommandError("--runs and --time-budget must be positive")
+        if not 1 <= options["runs"] <= MAX_RUNS:
+            raise CommandError(f"--runs: from 1 to {MAX_RUNS:,}, got {options['runs']}")
+        if not (math.isfinite(options["time_budget"]) and options["time_budget"] > 0):
+            # nan and inf would bound nothing
+            raise CommandError(
+                f"--time-budget: a positive number of seconds, got {options['time_budget']}"
+            )
         workflow = workflow_get(name=options["workflow"])
         if workflow is None:
             raise CommandError(f"no workflow named {options['workflow']!r}")

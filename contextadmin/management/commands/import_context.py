@@ -8,7 +8,6 @@ from contextadmin_sdk.engine.format import ConfigError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextadmin import selectors, specs
-from contextadmin.models import Workflow
 from contextadmin.services import ImportRefused, workflow_import
 
 
@@ -33,8 +32,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = self._read(options["file"])
-        if not options["dry_run"]:
-            self._review_check(options["workflow"])
+        refusal = self._review_refusal(name=options["workflow"])
+        if refusal and not options["dry_run"]:
+            raise CommandError(refusal)
+        self._import(data=data, options=options)
+        if refusal:  # a dry run shows the diff, then answers as the import would: a gate
+            raise CommandError(f"{refusal} (dry run: the import would be refused)")
+
+    def _import(self, *, data: bytes, options: dict[str, Any]) -> None:
+        """Import (or dry-run) the file and print the diff and the outcome."""
         try:
             result = workflow_import(
                 name=options["workflow"],
@@ -74,20 +80,22 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"version {result.version.number}, {state}")
 
-    def _review_check(self, name: str) -> None:
-        """Refuse to publish over a draft awaiting review: the server made it with review on,
-        so this process (review off) was started without the server's settings."""
+    def _review_refusal(self, *, name: str) -> str | None:
+        """Say why the import may not publish over a draft awaiting review (None: it may):
+        the server made the draft with review on, so this process (review off) was started
+        without the server's settings."""
         if selectors.review_required():
-            return
-        workflow = Workflow.objects.filter(name=name).first()
+            return None
+        workflow = selectors.workflow_get(name=name)
         head = selectors.workflow_head(workflow=workflow) if workflow is not None else None
-        if head is not None and head.published_at is None:
-            raise CommandError(
-                f"version {head.number} of {name} is a draft awaiting review, and this process "
-                "has CONTEXTADMIN_REVIEW off: importing would publish over it unreviewed. Run "
-                "the command with the server's settings (CONTEXTADMIN_REVIEW=on) to add a "
-                "draft, or have it approved in the admin (History) first; nothing changed"
-            )
+        if head is None or head.published_at is not None:
+            return None
+        return (
+            f"version {head.number} of {name} is a draft awaiting review, and this process "
+            "has CONTEXTADMIN_REVIEW off: importing would publish over it unreviewed. Run "
+            "the command with the server's settings (CONTEXTADMIN_REVIEW=on) to add a "
+            "draft, or have it approved in the admin (History) first; nothing changed"
+        )
 
     def _read(self, name: str) -> bytes:
         if name == "-":
