@@ -137,11 +137,28 @@ export async function getJSON(url, params = {}) {
   return data;
 }
 
-/** Call fn at most once per `ms`, with the latest arguments. */
+/** Call fn once calls have paused for `ms`, with the latest arguments (typing). */
 export function debounce(fn, ms) {
   let timer = null;
   return (...args) => {
     clearTimeout(timer);
     timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+/** Call fn at most once per `ms`, with the latest arguments, and once more after the last
+ * call (a stream: calls that never pause still get answered, at a bounded rate). */
+export function throttle(fn, ms) {
+  let timer = null;
+  let ran = -Infinity;
+  let latest = [];
+  return (...args) => {
+    latest = args;
+    if (timer !== null) return;
+    timer = setTimeout(() => {
+      timer = null;
+      ran = performance.now();
+      fn(...latest);
+    }, Math.max(0, ran + ms - performance.now()));
   };
 }

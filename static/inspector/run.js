@@ -58,7 +58,11 @@ const warnings = warningsNotice({
   },
 });
 
-const resolveSoon = templatePreview({ url: root.dataset.resolveUrl, at: () => (view.live ? null : view.seq) });
+const { resolveSoon, followLive } = templatePreview({
+  url: root.dataset.resolveUrl,
+  at: () => (view.live ? null : view.seq),
+  shown: () => (view.live ? model.lastSeq : view.seq),
+});
 let selectedUnshown = initial.event; // the URL's event: brought into view once the panels drew
 const panels = runPanels({
   page, model, view, jump,
@@ -66,7 +70,7 @@ const panels = runPanels({
   afterRender() {
     travel.follow();
     warnings.update();
-    if (view.live) resolveSoon();
+    if (view.live) followLive();
     // the panels above the list grew as they drew and pushed the row the list had scrolled to
     // out of the window: scroll to it once more, after their first settled drawing
     const row = settled && selectedUnshown !== null && document.getElementById(`event-${selectedUnshown}`);

@@ -1,7 +1,7 @@
 // The run page's template preview: the server resolves a template against the state the page
 // shows (live, or the seq time travel shows); unresolved references are marked where they stand.
 
-import { debounce, el, getJSON, replace } from "./dom.js";
+import { debounce, el, getJSON, replace, throttle } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const PATTERNS = { ref: /\{\{\s*([^{}]+?)\s*\}\}/g, system: /\{([^{}]*)\}/g };
@@ -20,12 +20,19 @@ function highlight(text, unresolved, syntax) {
   return parts;
 }
 
-/** Wire the preview's inputs; `at()` is the seq shown (null: live). Returns its debounced
- * re-resolve, for when the state shown changes. */
-export function templatePreview({ url, at }) {
+/** Wire the preview's inputs; `at()` is the seq asked for (null: live), `shown()` the seq the
+ * page shows. Returns `resolveSoon` (the inputs or the travelled-to state changed) and
+ * `followLive` (the live state moved: at most once a second, for a streaming run). The same
+ * template against the same state is not asked again. */
+export function templatePreview({ url, at, shown }) {
   let token = 0;
+  let asked = null; // what the shown answer was asked for
   async function resolveTemplate() {
     const template = $("template-input").value;
+    const query = { template, syntax: $("template-syntax").value, at: at() };
+    const key = JSON.stringify([query, shown()]);
+    if (key === asked) return;
+    asked = key;
     const mine = ++token;
     if (!template) {
       replace($("template-output"));
@@ -34,7 +41,7 @@ export function templatePreview({ url, at }) {
       return;
     }
     try {
-      const data = await getJSON(url, { template, syntax: $("template-syntax").value, at: at() });
+      const data = await getJSON(url, query);
       if (mine !== token) return;
       $("template-output").classList.remove("error");
       replace($("template-output"), highlight(data.text, data.unresolved, data.syntax));
@@ -44,6 +51,7 @@ export function templatePreview({ url, at }) {
       $("template-at").textContent = `resolved against the state after #${data.seq} (${data.syntax === "ref" ? "{{ref}}" : "{name}"})`;
     } catch (error) {
       if (mine !== token) return;
+      asked = null; // asked again on the next change, not answered by this error
       $("template-output").classList.add("error");
       replace($("template-output"), error.message);
       replace($("template-unresolved"));
@@ -52,5 +60,5 @@ export function templatePreview({ url, at }) {
   const resolveSoon = debounce(resolveTemplate, 250);
   $("template-input").addEventListener("input", resolveSoon);
   $("template-syntax").addEventListener("change", resolveTemplate);
-  return resolveSoon;
+  return { resolveSoon, followLive: throttle(resolveTemplate, 1000) };
 }

@@ -152,6 +152,28 @@ def test_the_slider_keys_step_back_while_events_keep_arriving(page, live):
         assert page.evaluate("inspector.view().live") is True
 
 
+def test_the_template_preview_follows_a_streaming_run_once_a_second_and_rests_when_it_rests(
+        page, live):
+    reporter = live.reporter(enterprise_id="preview-follow")
+    reporter.event("agent_text", agent="user", text="first")
+    open_run(page, reporter.run_id)
+    asked: list[str] = []
+    page.on("request", lambda request: "/resolve" in request.url and asked.append(request.url))
+    page.fill("#template-input", "{{no_such_variable}} and {{enterprise_id}}")
+    expect(page.locator("#template-at")).to_contain_text("after #1 ")
+    asked.clear()
+    with Stream(reporter):
+        page.wait_for_timeout(4000)
+    # about one a second while it streams (the page redraws 4 times a second), not one a redraw
+    assert 2 <= len(asked) <= 5, asked
+    last = reporter.next_seq - 1
+    reporter.flush()
+    expect(page.locator("#template-at")).to_contain_text(f"after #{last} ")  # it caught up
+    asked.clear()
+    page.wait_for_timeout(2500)  # nothing moved: nothing asked again
+    assert asked == []
+
+
 # -- huge values ---------------------------------------------------------------------------------
 def test_a_huge_text_or_value_shows_its_start_and_the_rest_on_demand(page, live):
     reporter = live.reporter(
