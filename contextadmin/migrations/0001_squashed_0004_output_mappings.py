@@ -80,20 +80,53 @@ class Migration(migrations.Migration):
                 'ordering': ['variable', 'position', 'id'],
             },
         ),
-        # The four categories' proxies of Variable, one shape (models.py _category_proxy).
-        *(
-            migrations.CreateModel(
-                name=f'{category.title()}Variable',
-                fields=[],
-                options={
-                    'verbose_name': f'{category} variable',
-                    'proxy': True,
-                    'indexes': [],
-                    'constraints': [],
-                },
-                bases=('contextadmin.variable',),
-            )
-            for category in ('database', 'declarative', 'derived', 'environment')
+        migrations.CreateModel(
+            name='DatabaseVariable',
+            fields=[
+            ],
+            options={
+                'verbose_name': 'database variable',
+                'proxy': True,
+                'indexes': [],
+                'constraints': [],
+            },
+            bases=('contextadmin.variable',),
+        ),
+        migrations.CreateModel(
+            name='DeclarativeVariable',
+            fields=[
+            ],
+            options={
+                'verbose_name': 'declarative variable',
+                'proxy': True,
+                'indexes': [],
+                'constraints': [],
+            },
+            bases=('contextadmin.variable',),
+        ),
+        migrations.CreateModel(
+            name='DerivedVariable',
+            fields=[
+            ],
+            options={
+                'verbose_name': 'derived variable',
+                'proxy': True,
+                'indexes': [],
+                'constraints': [],
+            },
+            bases=('contextadmin.variable',),
+        ),
+        migrations.CreateModel(
+            name='EnvironmentVariable',
+            fields=[
+            ],
+            options={
+                'verbose_name': 'environment variable',
+                'proxy': True,
+                'indexes': [],
+                'constraints': [],
+            },
+            bases=('contextadmin.variable',),
         ),
         migrations.AddField(
             model_name='variable',
