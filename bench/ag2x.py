@@ -8,8 +8,9 @@ graph until ``max_turns``. Run without the adapter, and with it reporting to a s
 and slow (the scenarios of bench/ag2.py, interleaved with Classic's in the same run). The
 adapter's cost is the time spent in the session's observation hooks per envelope or turn that
 became a run event (the agent middleware's ``turn_ended`` / ``tool_ended``, the hub listener's
-``envelope_posted``: mapping, the RunState fold, posting a flip into ``context_vars``, the
-spool line and the enqueue); the sending happens on the reporter's thread.
+``envelope_posted``, the adapter tap's ``folded`` (the hand-off the graph chose): mapping, the
+RunState fold, posting a flip into ``context_vars``, the spool line and the enqueue); the
+sending happens on the reporter's thread.
 
 The ``floor`` scenario is this machine's baseline for that figure: the same hooks, in the same
 places of the same workflow, do only what reporting one event can never skip (encode it and
@@ -76,13 +77,17 @@ def _floor(session: Any, name: str, spent_ns: list[int], scratch: Any) -> None:
     clock = time.perf_counter_ns
     seqs = iter(range(1, 1 << 30))
 
-    async def floor(*args: Any) -> None:
+    def floor_sync(*args: Any) -> None:
         began = clock()
         event = {"type": "agent_text", "agent": "Asker", "text": "Question?", "seq": next(seqs)}
         scratch.write(b'{"event":' + encode_record(event) + b"}\n")
         spent_ns.append(clock() - began)
 
-    setattr(session, name, floor)
+    async def floor(*args: Any) -> None:
+        floor_sync(*args)
+
+    hook = getattr(session, name)
+    setattr(session, name, floor if asyncio.iscoroutinefunction(hook) else floor_sync)
 
 
 def _timed(session: Any, name: str, scenario: Any) -> None:
@@ -93,13 +98,7 @@ def _timed(session: Any, name: str, scenario: Any) -> None:
     events = session.events
     clock, thread_clock = time.perf_counter_ns, time.thread_time_ns
 
-    async def timed(*args: Any) -> None:
-        before = len(events)
-        began_cpu = thread_clock()  # the CPU clock is a system call: outside the wall window
-        began = clock()
-        await hook(*args)
-        spent = clock() - began
-        spent_cpu = thread_clock() - began_cpu
+    def record(before: int, spent: int, spent_cpu: int) -> None:
         if len(events) > before:
             reported.append(spent)
             by_hook.append(spent)
@@ -107,7 +106,23 @@ def _timed(session: Any, name: str, scenario: Any) -> None:
         else:
             ignored.append(spent)
 
-    setattr(session, name, timed)
+    async def timed(*args: Any) -> None:
+        before = len(events)
+        began_cpu = thread_clock()  # the CPU clock is a system call: outside the wall window
+        began = clock()
+        await hook(*args)
+        spent = clock() - began
+        record(before, spent, thread_clock() - began_cpu)
+
+    def timed_sync(*args: Any) -> None:  # ``folded`` runs inside the hub's fold
+        before = len(events)
+        began_cpu = thread_clock()
+        began = clock()
+        hook(*args)
+        spent = clock() - began
+        record(before, spent, thread_clock() - began_cpu)
+
+    setattr(session, name, timed if asyncio.iscoroutinefunction(hook) else timed_sync)
 
 
 async def _run(
@@ -150,10 +165,10 @@ async def _run(
         )
         if floor:
             scratch = SpoolFile(spool / "floor.jsonl", append=False)
-            for hook in ("turn_ended", "envelope_posted"):  # the two that report, every call
+            for hook in ("turn_ended", "folded"):  # the two that report, every call
                 _floor(session, hook, scenario.event_ns, scratch)
         else:
-            for hook in ("turn_ended", "tool_ended", "envelope_posted"):
+            for hook in ("turn_ended", "tool_ended", "envelope_posted", "folded"):
                 _timed(session, hook, scenario)
         session.__enter__()
         began = time.perf_counter()

@@ -63,8 +63,10 @@ METHOD = """\
   human opens it; Asker and Answerer alternate through the `TransitionGraph` until
   `max_turns`), scripted with `ag2.testing.TestConfig`, the same config, each run on its own
   event loop. The cost is the wall time (and CPU time) of each observation hook of the session
-  that produced a run event: the agent middleware's `turn_ended` / `tool_ended` and the hub
-  listener's `envelope_posted` (a hand-off). Without the adapter the same graph runs with
+  that produced a run event: the agent middleware's `turn_ended` / `tool_ended`, the hub
+  listener's `envelope_posted` (a tool's `set_context`) and the adapter tap's `folded` (a
+  hand-off, read inside the hub's fold since 2026-11-27; before, `envelope_posted` read it).
+  Without the adapter the same graph runs with
   plain knobs and a listener that only waits for the channel to close. It runs in B9's loop,
   so it needs both extras (`ag2` and `autogen`).
 - B10 and B11 (`bench/scale.py`) each run on their own fresh database and Daphne (in-memory

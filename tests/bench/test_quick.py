@@ -52,7 +52,7 @@ def test_quick_benchmark_prints_every_figure_with_its_machine() -> None:
     assert re.search(r"in the same hooks: p50 [\d.]+ µs.*hook p50 / floor p50 [\d.]+x", floor)
     hooks = re.search(r"by hook \(server up\): (.*?);", floor)
     assert hooks, floor
-    for hook in ("turn_ended", "envelope_posted"):  # the two that report on every call
+    for hook in ("turn_ended", "folded"):  # the two that report on every call
         assert re.search(rf"{hook} p50 [\d.]+ µs \([\d,]+ calls\)", hooks.group(1)), floor
     assert any(line.startswith("machine: ") for line in lines)
     assert any(line.startswith("database: ") for line in lines)

@@ -120,13 +120,46 @@ _REQUIRED_OPTIONS = tuple(n for n, hint in _OPTION_HINTS.items() if get_origin(h
 
 def options_check(options: Mapping[str, Any]) -> None:
     """What Python says of a plain keyword signature, for ``**options``: an unknown or a
-    missing keyword is a ``TypeError`` naming it."""
+    missing keyword is a ``TypeError`` naming it; so is a value of the wrong type, before any
+    run starts (a ``capacity="10"`` would otherwise lose the run's events mid-run)."""
     for name in options:
         if name not in _OPTION_HINTS:
             raise TypeError(f"attach() got an unexpected keyword argument {name!r}")
     for name in _REQUIRED_OPTIONS:
         if name not in options:
             raise TypeError(f"attach() missing required keyword argument: {name!r}")
+    for name, value in options.items():
+        problem = _option_problem(name, value)
+        if problem is not None:
+            raise TypeError(f"attach() {name}: must be {problem}, not {_shown(value)}")
+
+
+def _option_problem(name: str, value: Any) -> str | None:
+    """What ``value`` must be for the option ``name``, or None when it is that."""
+    if name in ("workflow_name", "enterprise_id"):
+        return None if isinstance(value, str) and value else "a non-empty str"
+    if value is None and name not in ("flush_timeout",):
+        return None
+    checks: dict[str, tuple[bool, str]] = {
+        "environ": (isinstance(value, Mapping), "a mapping such as os.environ"),
+        "reporter": (isinstance(value, RunReporter), "a contextadmin_sdk.client.RunReporter"),
+        "run_id": (isinstance(value, str) and bool(value), "the run's id, a non-empty str"),
+        "spool_dir": (isinstance(value, str | os.PathLike), "a directory path (str or Path)"),
+        "capacity": (_number(value, integer=True) and value >= 1, "an int of at least 1"),
+        "flush_timeout": (_number(value) and value >= 0, "a number of seconds, at least 0"),
+    }
+    ok, expected = checks.get(name, (True, ""))
+    return None if ok else expected
+
+
+def _number(value: Any, *, integer: bool = False) -> bool:
+    kinds = (int,) if integer else (int, float)
+    return isinstance(value, kinds) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    name = type(value).__name__
+    return f"{name} {value!r}" if isinstance(value, str | int | float) else name
 
 
 @dataclass

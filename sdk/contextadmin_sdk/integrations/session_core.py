@@ -15,7 +15,14 @@ from typing import Any, Self
 
 from contextadmin_sdk.client import RunReporter
 from contextadmin_sdk.client.transport import MAX_EVENT_BYTES, encode_record, event_too_large
-from contextadmin_sdk.engine import TEXT_MAX_CHARS, Applied, EventError, Flip, RunState
+from contextadmin_sdk.engine import (
+    RUN_STATUSES,
+    TEXT_MAX_CHARS,
+    Applied,
+    EventError,
+    Flip,
+    RunState,
+)
 from contextadmin_sdk.engine.format import ContextVariablesFile, Handoff
 from contextadmin_sdk.integrations.common import (
     OpenedRun,
@@ -80,8 +87,13 @@ class SessionCore:
     def end(self, status: str = "completed") -> bool:
         """Report the run's status (``completed``, ``paused``, ``failed``...) and flush.
 
-        Returns whether the server acknowledged everything within ``flush_timeout``.
+        Returns whether the server acknowledged everything within ``flush_timeout``. Another
+        status is a ``ValueError``, before anything is reported: the run would stay open.
         """
+        if status not in RUN_STATUSES:
+            raise ValueError(
+                f"end(): status must be one of {', '.join(RUN_STATUSES)}, not {status!r}"
+            )
         if self._ended:
             return True
         self._before_end()

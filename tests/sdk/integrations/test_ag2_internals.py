@@ -15,6 +15,7 @@ from ag2.network import (
     ChannelMetadata,
     Envelope,
     FromSpeaker,
+    ToolCalled,
     Transition,
     TransitionGraph,
     WorkflowAdapter,
@@ -106,3 +107,22 @@ def test_a_packet_routed_by_a_tool_is_told_apart() -> None:
     assert routed_by_packet(packet)
     text = Envelope("c1", "u1", None, "ag2.packet", {"routing": {"kind": "text"}, "body": "x"})
     assert not routed_by_packet(text)
+
+
+def test_a_tool_called_packet_still_goes_through_the_transitions() -> None:
+    """A ``ToolCalled`` tool's packet is ``handoff`` without a target: the adapter still runs
+    the transitions (a rule before the ToolCalled one routes it), so it is not tool-routed."""
+    graph = TransitionGraph(
+        initial_speaker="u1",
+        transitions=[
+            Transition(FromSpeaker("u1"), AgentTarget("a2")),
+            Transition(ToolCalled("go"), AgentTarget("a1")),
+        ],
+    )
+    adapter = WorkflowAdapter()
+    state = adapter.initial_state(_metadata(graph))
+    packet = Envelope(
+        "c1", "u1", None, "ag2.packet", {"routing": {"kind": "handoff", "tool": "go"}, "body": "x"}
+    )
+    assert adapter.fold(packet, state).expected_next_speaker == "a2"  # the first transition
+    assert not routed_by_packet(packet)

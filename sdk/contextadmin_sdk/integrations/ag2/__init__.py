@@ -22,9 +22,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "use contextadmin_sdk.integrations.autogen"
     ) from exc
 
+from .entry import attach
 from .graph import RULE_CONDITION, ContextRule
 from .internals import SUPPORTED_AG2
-from .session import AgentSession, HandoffRuleError, WorkflowSession, attach
+from .session import AgentSession, HandoffRuleError, WorkflowSession
 
 __all__ = [
     "RULE_CONDITION",

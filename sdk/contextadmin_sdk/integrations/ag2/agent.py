@@ -64,9 +64,19 @@ class AgentSession(RunSession):
         return None
 
     def turn_started(self, agent: str, context: Any) -> None:
+        """Seed the turn with the run's variables; what the caller gave the turn for a declared
+        one (``ask(..., variables=...)``, ``Agent(variables=...)``) is a change like a tool's:
+        a ``context_set`` (a flag set to a boolean is a flip) or a ``warning``, never dropped
+        silently."""
         self.observed += 1
         try:
+            given = {n: v for n, v in context.variables.items() if n in self._sync.names}
+            if given:
+                self.sync({**self.variables, **given}, agent=agent)
+                self.variables.update(copy.deepcopy(self.state.context))
             context.variables.update(copy.deepcopy(self.variables))
+            if given:
+                self._put_back(context)  # a name the run lacks (production) goes too
         except Exception:
             self._failed("seeding a turn's variables")
 
@@ -102,6 +112,9 @@ class AgentSession(RunSession):
         return None
 
     async def before_fold(self, envelope: Any) -> None:  # pragma: no cover - no hub
+        return None
+
+    def folded(self, envelope: Any, state: Any) -> None:  # pragma: no cover - no hub
         return None
 
     def channel_closed(self, reason: str) -> None:  # pragma: no cover

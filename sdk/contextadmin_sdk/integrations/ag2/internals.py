@@ -9,7 +9,9 @@ What is here:
   ``EV_CONTEXT_SET`` carries ``{"set": {...}, "delete": [...]}`` (both written by AG2's own
   helpers, ``default_build_text_envelope`` and ``workflow_helpers.set_context``);
 - the order in which ``WorkflowAdapter`` tries a graph's transitions (lowest ``priority`` first,
-  then list order, first match wins), which the adapter replays to tell which rule routed.
+  then list order, first match wins), which the adapter replays to tell which rule routed, and
+  when it skips them: a packet's ``routing`` of kind ``finish``, or ``handoff`` with a
+  ``target`` (a ``ToolCalled`` tool's ``handoff`` has none: the transitions still choose).
 
 ``tests/sdk/integrations/test_ag2_internals.py`` fails when any of them moves. Supported:
 ``SUPPORTED_AG2``; importing the adapter logs a warning on another minor.
@@ -61,8 +63,14 @@ def transition_order(transitions: list[Any]) -> list[Any]:
 
 
 def routed_by_packet(packet: Any) -> bool:
-    """Whether a packet carried its own routing (a tool returned ``Handoff`` or ``Finish``, or
-    a ``ToolCalled`` tool ran): the graph's transitions did not choose its next speaker then
-    (``event_data["routing"]["kind"]`` is ``"handoff"`` or ``"finish"``)."""
+    """Whether a packet carried its own routing (a tool returned ``Handoff`` or ``Finish``):
+    the graph's transitions did not choose its next speaker then (``event_data["routing"]``
+    has ``kind`` ``"finish"``, or ``"handoff"`` with a ``target``). A ``ToolCalled`` tool's
+    packet is ``"handoff"`` without a target: the graph's transitions still choose, in order,
+    and one of the workflow's rules may come first."""
     routing = (packet.event_data or {}).get("routing") or {}
-    return isinstance(routing, dict) and routing.get("kind") in ("handoff", "finish")
+    if not isinstance(routing, dict):
+        return False
+    return routing.get("kind") == "finish" or (
+        routing.get("kind") == "handoff" and bool(routing.get("target"))
+    )

@@ -12,9 +12,16 @@
 - **A human participant's text: the hub's arbiter** (``Hub.register_arbiter``, wrapping the
   one installed): ``authorize_send`` sees the envelope before the graph folds it, so a flag
   the text flips is posted to ``context_vars`` first, and routes on the very next turn too.
+- **The speaker the graph chose: the hub's workflow adapter** (``Hub.register_adapter``,
+  wrapping the one the channel runs on; every fold stays the wrapped one's): the state each
+  packet (or human text) folded to is shown to the session inside the fold, under the
+  channel's lock, so the ``handoff`` names the speaker and rule the graph routed on, before
+  the next speaker can act. A hub listener runs after dispatch and after every listener
+  registered before it: one that awaits I/O lets the next turns fold first, and the state it
+  reads then is a later one (another rule, or a hand-off reported after its target spoke).
 - **The channel's own traffic: a hub listener** (``Hub.register_listener``) for what only the
-  hub sees: the context a tool set (``set_context`` posts ``EV_CONTEXT_SET``), the speaker the
-  graph chose after each packet (the ``handoff``), and the channel closing.
+  hub sees: the context a tool set (``set_context`` posts ``EV_CONTEXT_SET``) and the channel
+  closing.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from ag2.network import BaseHubListener, Deny
 if TYPE_CHECKING:
     from .session import Observer
 
-__all__ = ["SessionArbiter", "SessionHook", "SessionListener", "hook_of"]
+__all__ = ["SessionArbiter", "SessionHook", "SessionListener", "SessionTap", "hook_of", "unwrap"]
 
 
 class SessionHook:
@@ -68,7 +75,8 @@ class _TurnObserver(BaseMiddleware):
             return await call_next(event, context)
         session.turn_started(self.hook.agent, context)
         response = await call_next(event, context)
-        await session.turn_ended(self.hook.agent, response, context)
+        if session in self.hook.sessions:  # a turn still running when its run ended: not the run's
+            await session.turn_ended(self.hook.agent, response, context)
         return response
 
     async def on_tool_execution(self, call_next: Any, event: Any, context: Any) -> Any:
@@ -80,7 +88,8 @@ class _TurnObserver(BaseMiddleware):
             result = await call_next(event, context)
         finally:
             session.tool_started(self.hook.agent, None)
-        await session.tool_ended(self.hook.agent, event, result, context)
+        if session in self.hook.sessions:
+            await session.tool_ended(self.hook.agent, event, result, context)
         return result
 
 
@@ -119,3 +128,38 @@ class SessionArbiter:
 
     def __getattr__(self, name: str) -> Any:  # authorize_inbox, authorize_dispatch, ...
         return getattr(self.inner, name)
+
+
+class SessionTap:
+    """The hub's adapter of the session's channel, wrapped: every fold is the wrapped one's;
+    the state a substantive envelope of the channel folded to is shown to the session at
+    once (``folded``), before any other envelope can fold."""
+
+    def __init__(self, session: Observer, inner: Any) -> None:
+        self.session: Observer | None = session  # None once the session ended: a pass-through
+        self.inner = inner
+
+    def fold(self, envelope: Any, state: Any) -> Any:
+        new_state = self.inner.fold(envelope, state)
+        session = self.session
+        if session is not None:
+            session.folded(envelope, new_state)
+        return new_state
+
+    def __getattr__(self, name: str) -> Any:  # manifest, validate_send, on_accepted, ...
+        return getattr(self.inner, name)
+
+
+def unwrap(outermost: Any, wrapper: SessionArbiter | SessionTap) -> Any:
+    """What the hub should hold once ``wrapper`` (an ended session's) leaves the chain of
+    session wrappers starting at ``outermost``: a session that ended before one attached after
+    it is spliced out, so a long-lived hub's chain never grows with the runs it served."""
+    if outermost is wrapper:
+        return wrapper.inner
+    node = outermost
+    while isinstance(node, SessionArbiter | SessionTap):
+        if node.inner is wrapper:
+            node.inner = wrapper.inner
+            break
+        node = node.inner
+    return outermost

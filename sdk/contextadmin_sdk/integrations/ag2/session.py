@@ -1,34 +1,35 @@
-"""Attach contextadmin to AG2 1.x: a workflow channel (a ``TransitionGraph`` on a ``Hub``) or a
-single ``ag2.Agent``. See docs/ag2.md and observe.py (where the adapter watches, and why)."""
+"""One run of an AG2 1.x workflow channel (a ``TransitionGraph`` on a ``Hub``), made by
+``attach`` (entry.py). See docs/ag2.md and observe.py (where the adapter watches, and why)."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
 import uuid
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol, Unpack
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ag2 import Agent
 from ag2.events import ToolErrorEvent
 from ag2.network import CHANNEL_DEP, EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope, TransitionGraph
 
 from contextadmin_sdk.engine import Flip
-from contextadmin_sdk.integrations.common import (
-    ConfigArg,
-    HandoffRuleError,
-    RunOptions,
-    open_run,
-    text_of,
-)
+from contextadmin_sdk.integrations.common import HandoffRuleError, text_of
 
 from .agent import AgentSession
 from .graph import GraphCache, fired_rule, with_rules
 from .internals import context_set_of, routed_by_packet, text_of_envelope
-from .observe import SessionArbiter, SessionHook, SessionListener, hook_of
-from .run import RunSession, result_text, runtime
+from .observe import (
+    SessionArbiter,
+    SessionHook,
+    SessionListener,
+    SessionTap,
+    hook_of,
+    unwrap,
+)
+from .run import RunSession, result_text
 
-__all__ = ["MARKER", "AgentSession", "HandoffRuleError", "WorkflowSession", "attach"]
+__all__ = ["MARKER", "AgentSession", "HandoffRuleError", "Observer", "WorkflowSession"]
 
 MARKER = "contextadmin_session"  # the knob that tells a session its channel
 
@@ -43,74 +44,8 @@ class Observer(Protocol):
     async def tool_ended(self, agent: str, call: Any, result: Any, context: Any) -> None: ...
     async def envelope_posted(self, envelope: Any, metadata: Any) -> None: ...
     async def before_fold(self, envelope: Any) -> None: ...
+    def folded(self, envelope: Any, state: Any) -> None: ...
     def channel_closed(self, reason: str) -> None: ...
-
-
-def attach(
-    workflow: TransitionGraph | Agent,
-    config: ConfigArg,
-    *,
-    hub: Any = None,
-    agents: Iterable[Agent] = (),
-    **options: Unpack[RunOptions],
-) -> WorkflowSession | AgentSession:
-    """Seed, route and report an AG2 1.x run; return the session whose ``with`` block observes it.
-
-    - ``workflow`` a ``TransitionGraph`` (with ``hub=`` and the workflow's ``agents=``, all
-      registered on the hub): attach before opening the channel, and open it with
-      ``knobs=session.knobs()``: the graph with the workflow's hand-off rules, and
-      ``context_vars`` seeded with the run's context.
-    - ``workflow`` an ``ag2.Agent``: a single agent's run (tools, variables, flags; no hand-offs).
-
-    ``options`` (``workflow_name`` and ``enterprise_id`` required; ``environ``, ``mongo``,
-    ``reporter``, ``run_id``, ``spool_dir``, ``capacity``, ``flush_timeout``) are
-    ``contextadmin_sdk.integrations.common.RunOptions``: ``run_id`` (with a ``reporter``)
-    resumes that run from the server's state and the spool.
-    """
-    if not isinstance(workflow, TransitionGraph | Agent):
-        raise TypeError(_wrong_kind(workflow))
-    members = list(agents)
-    names: dict[str, str] | None = None
-    if isinstance(workflow, TransitionGraph):
-        if hub is None or not hasattr(hub, "register_listener"):
-            raise TypeError(
-                "attach(graph, ...) needs hub=: the ag2.network.Hub the workflow runs on, in this "
-                f"process (got {type(hub).__name__})"
-            )
-        names = _participants(hub, workflow, members)
-    opened = open_run(config, agents=names, where="the channel", runtime=runtime(), options=options)
-    if isinstance(workflow, Agent) or names is None:
-        assert isinstance(workflow, Agent)  # names are the channel's: none for a single agent
-        return AgentSession(agent=workflow, opened=opened)
-    return WorkflowSession(graph=workflow, hub=hub, agents=members, names=names, opened=opened)
-
-
-def _wrong_kind(workflow: Any) -> str:
-    module = type(workflow).__module__
-    if module == "autogen" or module.startswith("autogen."):
-        return (
-            f"attach() got an AG2 Classic {type(workflow).__name__}: "
-            "contextadmin_sdk.integrations.ag2 "
-            "attaches to AG2 1.x (a TransitionGraph with hub= and agents=, or an ag2.Agent); use "
-            "contextadmin_sdk.integrations.autogen.attach for Classic group chats"
-        )
-    return (
-        "attach() takes an AG2 1.x TransitionGraph (with hub= and agents=) or an ag2.Agent, got "
-        f"{type(workflow).__name__}"
-    )
-
-
-def _participants(hub: Any, graph: TransitionGraph, agents: list[Agent]) -> dict[str, str]:
-    """name -> agent id of the channel's participants: the agents and the initial speaker."""
-    names: dict[str, str] = {}
-    for agent in agents:
-        agent_id = hub.find_agent_id(agent.name)
-        if agent_id is None:
-            raise ValueError(f"agent {agent.name!r} is not registered on the hub: register first")
-        names[agent.name] = agent_id
-    opener = hub.name_for(graph.initial_speaker, default=graph.initial_speaker)
-    names.setdefault(opener, graph.initial_speaker)
-    return names
 
 
 class WorkflowSession(RunSession):
@@ -141,12 +76,24 @@ class WorkflowSession(RunSession):
         self._graphs = GraphCache()
         self._tools: dict[str, str] = {}  # agent -> the tool it is running (set_context's who)
         self._arbiter: SessionArbiter | None = None
+        self._tap: SessionTap | None = None
         self._seen: set[int] = set()  # human texts folded before the hub folded them (ids)
+        self._routed: set[str] = set()  # envelopes whose hand-off the tap reported (ids)
 
     # -- what the user passes to open() ----------------------------------------------------------
     def knobs(self, **extra: Any) -> dict[str, Any]:
         """The channel's knobs: the graph with the rules, ``context_vars`` seeded with the
-        run's context (over any ``context_vars`` of your own), and the session's marker."""
+        run's context (over any ``context_vars`` of your own), and the session's marker.
+
+        One session observes one channel: asked again in its ``with`` block once its channel
+        opened, a ``ValueError`` (another channel's turns would go unobserved, or into this
+        run); attach again for another run. After the block, the knobs are a plain read."""
+        if self.channel_id is not None and self._arbiter is not None:
+            raise ValueError(
+                f"session.knobs(): this session's channel {self.channel_id} is open already; a "
+                "session observes one workflow channel (one run): attach() again, a new "
+                "session, for another channel"
+            )
         seeded = {**dict(extra.pop("context_vars", None) or {}), **self.state.context}
         return {
             **extra,
@@ -186,10 +133,13 @@ class WorkflowSession(RunSession):
         self._hooks.clear()
         self.hub.unregister_listener(self._listener)
         if self._arbiter is not None:
-            self._arbiter.session = None  # another session may have wrapped it: pass through
-            if self.hub.arbiter is self._arbiter:
-                self.hub.register_arbiter(self._arbiter.inner)
+            self._arbiter.session = None  # a pass-through, until it leaves the chain
+            outermost = self.hub.arbiter
+            restored = unwrap(outermost, self._arbiter)
+            if restored is not outermost:
+                self.hub.register_arbiter(restored)
         self._arbiter = None
+        self._untap()
         super()._finish(raised=raised)
 
     def _event(self) -> asyncio.Event:
@@ -239,18 +189,20 @@ class WorkflowSession(RunSession):
     async def envelope_posted(self, envelope: Any, metadata: Any) -> None:
         self.observed += 1
         self.channel_id = envelope.channel_id
+        if self._tap is None:  # the channel's first envelope (its invite): before any turn
+            self._tap_adapter(envelope.channel_id)
         flips: list[Flip] = []
         put_back: tuple[dict[str, Any], list[str]] = ({}, [])
         try:
             sender = envelope.sender_id
-            if envelope.event_type == EV_TEXT and sender not in self._agent_ids:
+            if envelope.event_type == EV_TEXT:  # a human's, or an agent's own send
                 if id(envelope) in self._seen:  # folded before the hub folded it
                     self._seen.discard(id(envelope))
                 else:  # a text the arbiter did not see (sent while the channel was unknown)
                     text = text_of_envelope(envelope)
                     if text is not None:
                         flips = self.on_text(self._name(sender), text)
-                self._handoff(envelope)
+                self._handoff_late(envelope)
             elif envelope.event_type == EV_CONTEXT_SET:
                 sets, deletes = context_set_of(envelope)  # a tool's set_context, delete_context
                 state = self.hub.adapter_state(envelope.channel_id)
@@ -259,7 +211,7 @@ class WorkflowSession(RunSession):
                     self.sync(state.context_vars, agent=name, tool=self._tools.get(name))
                     put_back = self._sync.restore(state.context_vars, self.state)
             elif envelope.event_type == EV_PACKET:
-                self._handoff(envelope)
+                self._handoff_late(envelope)
         except Exception:
             self._failed("a channel envelope")
         if flips:  # a human's text flipped a flag: into context_vars from the next fold on
@@ -268,14 +220,15 @@ class WorkflowSession(RunSession):
             await self._post_as(envelope.channel_id, envelope.sender_id, *put_back)
 
     async def before_fold(self, envelope: Any) -> None:
-        """A human's text, before the graph folds it: a flag it flips goes into
-        ``context_vars`` first (agents' turns come from their middleware)."""
+        """A participant's own text (a human's, or an agent's sent through its client, such
+        as the message an agent opens the workflow with), before the graph folds it: a flag it
+        flips goes into ``context_vars`` first. Agents' model turns are packets, seen by their
+        middleware."""
         flips: list[Flip] = []
         try:
             if (
                 envelope.event_type != EV_TEXT
                 or envelope.channel_id != self.channel_id
-                or envelope.sender_id in self._agent_ids
                 or not self.hub.can_send(envelope.channel_id, envelope.sender_id)
             ):
                 return
@@ -290,6 +243,20 @@ class WorkflowSession(RunSession):
         if flips:
             await self._post_as(envelope.channel_id, envelope.sender_id, _flipped(flips))
 
+    def folded(self, envelope: Any, state: Any) -> None:
+        """A substantive envelope of the channel folded to ``state`` (inside the hub's fold):
+        report the hand-off the graph chose on exactly that state."""
+        try:
+            if envelope.channel_id != self.channel_id or envelope.event_type not in (
+                EV_TEXT,
+                EV_PACKET,
+            ):
+                return
+            self._routed.add(envelope.envelope_id)
+            self._handoff(envelope, state)
+        except Exception:
+            self._failed("the graph's routing")
+
     def channel_closed(self, reason: str) -> None:
         self.close_reason = reason
         self._event().set()
@@ -298,10 +265,42 @@ class WorkflowSession(RunSession):
     def _name(self, agent_id: str) -> str:
         return self._names.get(agent_id) or str(self.hub.name_for(agent_id, default=agent_id))
 
-    def _handoff(self, packet: Any) -> None:
-        """Report the speaker the graph chose after ``packet``, when it hands off to another
-        agent (a human's turns are the conversation, not a hand-off; so is staying put)."""
-        state = self.hub.adapter_state(packet.channel_id)
+    def _tap_adapter(self, channel_id: str) -> None:
+        """Wrap the adapter the channel runs on (``Hub.register_adapter``), so each fold's
+        state reaches ``folded``; any failure leaves the listener's late reading."""
+        try:
+            inner = self.hub.adapter_for(channel_id)
+            self._tap = SessionTap(self, inner)
+            self.hub.register_adapter(self._tap)
+        except Exception:
+            self._failed("the channel's adapter")
+
+    def _untap(self) -> None:
+        tap, self._tap = self._tap, None
+        if tap is None:
+            return
+        tap.session = None  # a pass-through, until it leaves the chain
+        if self.channel_id is None:  # pragma: no cover - a tap is made for a known channel
+            return
+        try:
+            outermost = self.hub.adapter_for(self.channel_id)
+            restored = unwrap(outermost, tap)
+            if restored is not outermost:
+                self.hub.register_adapter(restored)
+        except Exception:
+            self._failed("restoring the channel's adapter")
+
+    def _handoff_late(self, packet: Any) -> None:
+        """The listener's reading, for a fold the tap did not see (its adapter replaced)."""
+        if packet.envelope_id in self._routed:
+            self._routed.discard(packet.envelope_id)
+        else:
+            self._handoff(packet, self.hub.adapter_state(packet.channel_id))
+
+    def _handoff(self, packet: Any, state: Any) -> None:
+        """Report the speaker the graph chose after ``packet`` (folded to ``state``), when it
+        hands off to another agent (a human's turns are the conversation, not a hand-off; so
+        is staying put)."""
         target = getattr(state, "expected_next_speaker", None)
         source = packet.sender_id
         if state is None or target is None or target == source:
