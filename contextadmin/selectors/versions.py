@@ -155,7 +155,7 @@ def workflow_export_version(
             if rows.exists():
                 raise VersionNotFound(
                     f"version: {workflow.name} has no published version yet "
-                    "(a draft awaits review; ask for ?version=draft to see it)"
+                    "(a draft awaits review: ask for the version 'draft' to see it)"
                 )
             body = fmt.export_with_version(
                 workflow_export(workflow=workflow, environment=environment), number=None

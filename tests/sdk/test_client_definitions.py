@@ -124,19 +124,27 @@ def test_a_server_down_falls_back_to_the_cached_copy_and_without_one_says_so(
 
 
 @pytest.mark.parametrize(
-    ("token", "workflow", "says"),
+    ("token", "workflow", "version", "says"),
     [
-        ("ca_00000000_wrong", "Generator", "create_api_token"),
-        (None, "NoSuchWorkflow", "create or import the workflow NoSuchWorkflow"),
+        ("ca_00000000_wrong", "Generator", None, "create_api_token"),
+        (None, "NoSuchWorkflow", None, "create or import the workflow NoSuchWorkflow"),
+        # the workflow exists: the fix is about the version, not about creating it
+        (None, "Generator", 9999, "has no version 9999; fix: ask for a version Generator has"),
     ],
 )
 def test_a_refused_fetch_names_the_cause_and_the_fix(
-    own_server: tuple[LiveServer, str], token: str | None, workflow: str, says: str
+    own_server: tuple[LiveServer, str],
+    token: str | None,
+    workflow: str,
+    version: int | None,
+    says: str,
 ) -> None:
     server, good = own_server
     with pytest.raises(DefinitionsError, match=says) as caught:
-        RunReporter(server.url, token or good).definitions(workflow)
+        RunReporter(server.url, token or good).definitions(workflow, version=version)
     assert caught.value.status in (401, 404)
+    if version is not None:
+        assert "create or import" not in str(caught.value)
 
 
 def test_a_runtime_says_what_it_runs_with() -> None:

@@ -195,10 +195,11 @@ def _refusal(exc: urllib.error.HTTPError, *, workflow: str, base_url: str) -> st
     body = error_body(exc)
     message = body["error"] if from_api(body) else None
     wrong = None if message is not None else base_url
+    field = body.get("field") if message is not None else None
     cause = f"{exc.code} {message or exc.reason}"
     return (
         f"the server refused the definitions of {workflow}: {cause}; "
-        f"{refusal_fix(exc.code, workflow=workflow, base_url_wrong=wrong)}"
+        f"{refusal_fix(exc.code, workflow=workflow, base_url_wrong=wrong, field=field)}"
     )
 
 

@@ -20,10 +20,15 @@ def from_api(body: Any) -> bool:
 
 
 def refusal_fix(
-    status: int | None, *, workflow: str | None = None, base_url_wrong: str | None = None
+    status: int | None,
+    *,
+    workflow: str | None = None,
+    base_url_wrong: str | None = None,
+    field: str | None = None,
 ) -> str:
     """What the operator does about a 4xx of the server; ``base_url_wrong``: the base URL, when
-    the refusal did not come from the API (``from_api``)."""
+    the refusal did not come from the API (``from_api``); ``field``: what the API's error
+    names (a 404 naming ``version`` is about a workflow that exists)."""
     named = f"the workflow {workflow}" if workflow else "the workflow"
     if status == 404 and base_url_wrong is not None:
         return (
@@ -35,6 +40,12 @@ def refusal_fix(
         return "fix: give the runtime a valid API token (manage.py create_api_token NAME)"
     if status == 403:
         return f"fix: use a token that may read and start runs of {named}"
+    if status == 404 and field == "version":
+        return (
+            f"fix: ask for a version {workflow or 'the workflow'} has (no version: the "
+            "published one), or publish one in the admin (History; a draft awaiting review "
+            "needs its approval)"
+        )
     if status == 404:
         return (
             f"fix: create or import {named} on the server (the admin, or manage.py "
