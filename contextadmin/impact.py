@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextadmin_sdk.engine import EventError, RunState, evaluate_condition
+from contextadmin_sdk.engine import EventError, RunState, evaluate_condition, replaying
 from contextadmin_sdk.engine import format as fmt
 
 DEFAULT_RUNS = 100
@@ -161,8 +161,9 @@ def run_impact(
     # The start context minus the pinned derived flags: each replay seeds its own defaults.
     derived = {variable.name for variable in pinned.context_variables.derived_variables}
     base = {name: value for name, value in run.base_context.items() if name not in derived}
-    before = _timeline(pinned, base, events, run.environment)
-    after = _timeline(candidate, base, events, run.environment)
+    with replaying():  # the run's flips were logged when it ran: not again per replay
+        before = _timeline(pinned, base, events, run.environment)
+        after = _timeline(candidate, base, events, run.environment)
     differences: list[Difference] = []
     for kind, old, new in (("flip", before[0], after[0]), ("handoff", before[1], after[1])):
         for subject in sorted(set(old) | set(new)):

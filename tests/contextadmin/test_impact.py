@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -89,6 +90,17 @@ def test_a_flag_flipping_later_moves_its_handoff_too() -> None:
         "reviewed flips at event 5 instead of 4",
         "hand-off Reviewer → Publisher holds at event 5 instead of 4",
     ]
+
+
+def test_a_replay_logs_no_flip_as_if_it_happened_now(caplog: pytest.LogCaptureFixture) -> None:
+    """A flip's log line says a flag flipped in a run now: impact_context's stderr and the
+    server log (History's replay) must not fill with the replays' flips."""
+    with caplog.at_level(logging.INFO, logger="contextadmin_sdk"):
+        result = impact.run_impact(
+            run=RUN, pinned=config(DOCUMENT), candidate=config(variant(count=3))
+        )
+    assert result.differences  # both replays flipped their flags
+    assert not [line for line in caplog.messages if "flipped" in line]
 
 
 def test_a_flag_that_no_longer_flips() -> None:
