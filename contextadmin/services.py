@@ -255,7 +255,8 @@ def workflow_import(
     """Make a ``context_variables.json`` the definitions of a workflow, all or nothing.
 
     Raises ``ConfigError`` (JSON paths) for a file that breaks the format and ``ImportRefused``
-    for a bad workflow name or, without ``replace``, a workflow that already has definitions.
+    for a bad workflow name or, without ``replace``, a workflow that already has other
+    definitions (the ones it has: nothing changes, no refusal).
     A dry run validates and diffs exactly like the real import but writes nothing. A real
     import is a new version; with ``base`` (the version the preview was made from) it is
     refused with ``StaleEdit`` when someone saved in between.
@@ -275,18 +276,24 @@ def workflow_import(
     if workflow is not None and not dry_run:
         workflow_edit_lock(workflow=workflow, base=base)
     diff = workflow_diff(workflow=workflow, config=parsed.config)
-    if workflow is not None and not replace and workflow_has_definitions(workflow=workflow):
+    head = workflow_head(workflow=workflow) if workflow is not None else None
+    unchanged = (
+        action == VersionAction.IMPORT  # a revert is always a version of its own
+        and head is not None
+        and head.export == fmt.config_export_bytes(parsed.config).decode("utf-8")
+    )  # the same definitions again: nothing to replace (a pipeline may re-run its import)
+    if (
+        workflow is not None
+        and not replace
+        and not unchanged
+        and workflow_has_definitions(workflow=workflow)
+    ):
         raise ImportRefused(
             f"workflow {name} already has definitions; importing replaces all of them: "
             "re-run with --replace (add --dry-run first to preview the diff)"
         )
     result = ImportResult(warnings=parsed.warnings, diff=diff, created=workflow is None)
-    head = workflow_head(workflow=workflow) if workflow is not None else None
-    if (
-        action == VersionAction.IMPORT  # a revert is always a version of its own
-        and head is not None
-        and head.export == fmt.config_export_bytes(parsed.config).decode("utf-8")
-    ):  # the same definitions again: no new version, and no row re-made under an open page
+    if unchanged:  # no new version, and no row re-made under an open page
         return dataclasses.replace(result, unchanged=head)
     if dry_run:
         return result

@@ -96,12 +96,27 @@ def test_import_prints_warnings(example: dict, tmp_path: Path) -> None:
 
 
 def test_import_without_replace_refuses_and_says_how(
-    generator: Workflow, tmp_path: Path, example_bytes: bytes
+    generator: Workflow, tmp_path: Path, example: dict
 ) -> None:
+    changed = copy.deepcopy(example)
+    changed["context_variables"]["declarative_variables"][1]["value"] = 50
     path = tmp_path / "cv.json"
-    path.write_bytes(example_bytes)
+    path.write_text(json.dumps(changed))
     with pytest.raises(CommandError, match="--replace"):
         run("import_context", str(path), "--workflow", "Generator")
+
+
+def test_re_running_an_import_of_the_same_file_says_it_is_unchanged(
+    generator: Workflow, tmp_path: Path, example_bytes: bytes
+) -> None:
+    """A pipeline's import step, run again on an unchanged file, succeeds (exit 0)."""
+    path = tmp_path / "cv.json"
+    path.write_bytes(example_bytes)
+    run("import_context", str(path), "--workflow", "Generator", "--replace")
+    before = db_dump()
+    out, _ = run("import_context", str(path), "--workflow", "Generator")
+    assert "already has these definitions (version 1); no new version" in out
+    assert db_dump() == before
 
 
 def test_import_replace_and_dry_run(generator: Workflow, example: dict, tmp_path: Path) -> None:

@@ -287,12 +287,25 @@ def test_1000_variable_export_takes_a_constant_number_of_queries(
 
 
 # -- replace, dry run, refusals ---------------------------------------------------------------
-def test_import_into_a_workflow_with_definitions_needs_replace(
+def test_import_into_a_workflow_with_other_definitions_needs_replace(
     generator: Workflow, example_bytes: bytes
 ) -> None:
+    document = json.loads(example_bytes)
+    document["context_variables"]["declarative_variables"][0]["description"] = "edited"
     before = db_dump()
     with pytest.raises(ImportRefused, match=r"already has definitions.*--replace"):
-        workflow_import(name="Generator", data=example_bytes)
+        workflow_import(name="Generator", data=json.dumps(document))
+    assert db_dump() == before
+
+
+def test_importing_the_definitions_a_workflow_has_needs_no_replace_and_changes_nothing(
+    generator: Workflow, example_bytes: bytes
+) -> None:
+    """A pipeline re-running its import of an unchanged file: told so, not refused."""
+    workflow_import(name="Generator", data=example_bytes, replace=True)
+    before = db_dump()
+    result = workflow_import(name="Generator", data=example_bytes)
+    assert result.unchanged is not None and result.version is None
     assert db_dump() == before
 
 
@@ -333,8 +346,10 @@ def test_dry_run_reports_and_writes_nothing(generator: Workflow, example: dict) 
 
 
 def test_dry_run_refuses_like_the_real_import(generator: Workflow, example_bytes: bytes) -> None:
+    document = json.loads(example_bytes)
+    document["context_variables"]["declarative_variables"][0]["description"] = "edited"
     with pytest.raises(ImportRefused):
-        workflow_import(name="Generator", data=example_bytes, dry_run=True)
+        workflow_import(name="Generator", data=json.dumps(document), dry_run=True)
 
 
 @pytest.mark.parametrize("name", ["", "9lives", "with space", "x" * 101, "../etc"])
