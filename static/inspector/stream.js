@@ -1,6 +1,7 @@
 // The event stream: newest at the bottom, filters by agent and type, pause that buffers.
 
 import { clipped, el, replace, show } from "./dom.js";
+import { rovingList } from "./roving.js";
 
 // The list keeps the newest MAX_ROWS rows (older ones leave the page, and the page says so:
 // time travel and the JSONL download still reach every event). Rendering cost grows with the
@@ -82,6 +83,11 @@ export class EventStream {
       this.select(Number(link.closest("li").dataset.seq));
     });
     pauseButton.addEventListener("click", () => this.setPaused(!this.paused));
+    // one tab stop for the list: the selected event's link, the last one focused, or the newest
+    this.keys = rovingList(list, {
+      selector: "a.ev-seq",
+      preferred: () => document.getElementById(`event-${this.selected}`)?.querySelector("a.ev-seq"),
+    });
   }
 
   addOption(select, seen, value) {
@@ -145,6 +151,7 @@ export class EventStream {
     this.empty.hidden = this.list.childElementCount > 0;
     this.updateNoMatch();
     this.updateCapped();
+    this.keys.refresh();
     this.onRender();
     if (stick) this.list.scrollTop = this.list.scrollHeight;
     if (this.scrollPending !== null) { // the selected event from the URL, once it arrives
@@ -166,7 +173,7 @@ export class EventStream {
         : el("span", { class: "chip chip-false", title: write.reason }, `${write.to} not written`));
     }
     const row = el("li", { id: `event-${seq}`, class: ["ev", `ev-${event.type}`, seq === this.selected && "target"], dataset: { seq: String(seq), agent: who, type: event.type } },
-      el("a", { class: "ev-seq", href: `#event-${seq}` }, `#${seq}`),
+      el("a", { class: "ev-seq", href: `#event-${seq}`, tabindex: "-1" }, `#${seq}`),
       el("span", { class: "ev-type" }, event.type),
       who ? el("span", { class: "ev-agent" }, who) : null,
       eventBody(event),
@@ -181,6 +188,7 @@ export class EventStream {
 
   applyFilters({ user = false } = {}) {
     for (const row of this.list.children) row.hidden = !this.visible(row);
+    this.keys.refresh();
     this.updateNoMatch();
     if (user) this.onFilter({ agent: this.agentSelect.value, type: this.typeSelect.value });
   }

@@ -306,3 +306,39 @@ def test_a_focused_run_link_keeps_the_focus_while_the_lists_redraw(page, live):
     assert page.evaluate(focused_run) == reporter.run_id
     page.keyboard.press("Enter")  # still there: Enter opens it
     expect(page).to_have_url(re.compile(rf"/runs/{reporter.run_id}/$"))
+
+
+# -- the keyboard --------------------------------------------------------------------------------
+def focused_seq(page) -> str:
+    """The seq of the event row holding the focus, else the focused element's tag."""
+    return page.evaluate(
+        "document.activeElement.closest('#stream > li')?.dataset.seq"
+        " ?? `outside: ${document.activeElement.tagName}`")
+
+
+def test_the_events_list_is_one_tab_stop_walked_with_the_arrow_keys(page, live):
+    reporter = live.reporter(enterprise_id="list-keys")
+    reporter.event("agent_text", agent="user", text="first")
+    open_run(page, reporter.run_id)
+    expect(page.locator("#stream > li")).to_have_count(1)
+    for index in range(29):  # arriving live, before the reader touched the list
+        reporter.event("agent_text", agent="user", text=f"message {index}")
+    expect(page.locator("#stream > li")).to_have_count(30)
+    page.focus("#pause")
+    page.keyboard.press("Tab")  # into the list: its newest event
+    assert focused_seq(page) == "30"
+    for key, seq in (("ArrowUp", "29"), ("Home", "1"), ("ArrowDown", "2"), ("End", "30")):
+        page.keyboard.press(key)
+        assert focused_seq(page) == seq, key
+    page.keyboard.press("Tab")  # out of the list in one press, not 30
+    assert focused_seq(page).startswith("outside"), focused_seq(page)
+    page.keyboard.press("Shift+Tab")  # back where the reader left it
+    assert focused_seq(page) == "30"
+    page.keyboard.press("ArrowUp")
+    for index in range(3):  # new events do not move the tab stop
+        reporter.event("agent_text", agent="user", text=f"later {index}")
+    expect(page.locator("#stream > li")).to_have_count(33)
+    assert page.eval_on_selector_all(
+        "#stream a.ev-seq:not([tabindex='-1'])", "links => links.map(a => a.textContent)"
+    ) == ["#29"]
+    assert focused_seq(page) == "29"
