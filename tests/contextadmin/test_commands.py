@@ -335,3 +335,15 @@ def test_demo_setup_seeds_empty_collections(mongo_server: Any, settings: Any) ->
         assert len(list(collection.find({}))) == 2
     finally:
         mongo_server.seed(demo_documents())  # the session server is shared: restore it
+
+
+def test_a_command_starts_without_the_servers_twisted_or_the_mongodb_driver() -> None:
+    """A pipeline runs manage.py commands many times: each paid ~0.5 s of CPU to import Twisted
+    (the daphne app) and pymongo, which no command but a MongoDB one uses."""
+    heavy = "{'twisted', 'pymongo', 'daphne'}"
+    loaded = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         f"import sys; print(sorted({{m.split('.')[0] for m in sys.modules}} & {heavy}))"],
+        cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60, check=True,
+    )
+    assert loaded.stdout.strip().splitlines()[-1] == "[]", loaded.stdout + loaded.stderr
