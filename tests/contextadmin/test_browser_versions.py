@@ -12,6 +12,7 @@ import pytest
 
 from devservers.processes import manage
 from tests.contextadmin.conftest import EXAMPLE_PATH
+from tests.support.busy import SETTLE_MS, Held, busy_state, watch
 from tests.support.live_server import LiveServer, live_server_run
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
@@ -258,7 +259,14 @@ def test_a_draft_needs_another_operators_approval(review_server: LiveServer, chr
         expect(reviewer.locator("#version-diff h2")).to_contain_text("Version 1 → version 2")
         expect(reviewer.locator("#history-diff")).to_contain_text("value 25 → 60")
         reviewer.fill("#approve-comment", "ok for prod")
-        reviewer.click("input[value='Approve and publish version 2']")
+        posts = Held(reviewer, lambda request: request.method == "POST")
+        states = watch(reviewer, "#approve-form input[type=submit]", "approve-status")
+        reviewer.locator("input[value='Approve and publish version 2']").dblclick()
+        shown = busy_state(reviewer, states)  # said at once, and a double click posts once
+        assert shown["text"] == "Approving and publishing version 2…" and shown["disabled"]
+        reviewer.wait_for_timeout(SETTLE_MS)
+        assert len(posts.seen) == 1
+        posts.release(reviewer)
         expect(reviewer.locator("ul.messagelist")).to_contain_text(
             "Approved version 2: it is now published."
         )
