@@ -13,7 +13,7 @@ from pathlib import Path
 from contextadmin_sdk.client.reporter import RunReporter
 from contextadmin_sdk.client.resume import spool_read
 from contextadmin_sdk.client.spool_file import SpoolInUse
-from contextadmin_sdk.client.transport import ReportError, base_url_check
+from contextadmin_sdk.client.transport import ReportError, base_url_check, token_check
 
 
 def parser_build() -> argparse.ArgumentParser:
@@ -43,9 +43,12 @@ def main(*, argv: list[str] | None = None) -> int:
         parser.error("--token: required (or set CONTEXTADMIN_TOKEN)")
     try:
         base_url_check(args.url)
+        args.token = token_check(args.token)
     except ValueError as exc:
         parser.error(str(exc))
     for spool in args.spools:
+        if spool.is_dir():
+            parser.error(f"SPOOL_FILE: {spool} is a directory: give its spools, {spool}/*.jsonl")
         if not spool.is_file():
             parser.error(f"SPOOL_FILE: {spool}: no such file")
         if spool.suffix != ".jsonl":

@@ -4,7 +4,6 @@ docstring of ``reporter`` says what it guarantees)."""
 
 from __future__ import annotations
 
-import atexit
 import collections
 import logging
 import threading
@@ -12,23 +11,22 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from contextadmin_sdk.client.outages import OUTAGES
-from contextadmin_sdk.client.refusals import start_refused_message
-from contextadmin_sdk.client.resume import spool_kept
+from contextadmin_sdk.client.resume import close_report
 from contextadmin_sdk.client.socket_transport import (
     SocketConnection,
     SocketUnavailable,
     socket_connection,
 )
-from contextadmin_sdk.client.spool_file import SpoolFile, events_after
+from contextadmin_sdk.client.spool_file import events_after, spool_open
+from contextadmin_sdk.client.start_retry import StartRetry
 from contextadmin_sdk.client.transport import (
-    MAX_EVENT_BYTES,
     RETRYABLE_STATUSES,
     HttpConnection,
     ReportError,
     batch_body,
     batch_count,
     encode_record,
-    event_too_large,
+    event_encode,
 )
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 
@@ -38,7 +36,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
 
 
-class BackgroundSender:
+class BackgroundSender(StartRetry):
     """The daemon thread of background mode; the caller's thread only calls ``enqueue``.
 
     Each event is encoded once, on the caller's thread (the spool line and the request body
@@ -68,11 +66,15 @@ class BackgroundSender:
         self.spool_path = reporter._spool_path(self.run_id) if self.run_id else None
         self.spool: Any = None
         if self.spool_path is not None:
-            self.spool_path.parent.mkdir(parents=True, exist_ok=True)
             # Each line is in the OS's page cache before enqueue returns (spool_file.py).
-            self.spool = SpoolFile(self.spool_path, append=spool_append)
-            if start_body is not None and not spool_append:
-                self.spool.write(encode_record({"start": start_body}) + b"\n")
+            first = None if spool_append or not start_body else encode_record({"start": start_body})
+            self.spool = spool_open(self.spool_path, append=spool_append, first_line=first,
+                                    run_id=self.run_id)
+            if self.spool is None:  # could not be opened: said once, kept in memory instead
+                self.spool_path = None
+        self.caller_lock = threading.Lock()  # enqueue's: callers' threads, never the sender
+        self.refusal: str | None = None  # why enqueue takes no more events (closed, forked)
+        self.said: set[str] = set()  # the refusals logged already, each once
         self.last_enqueued = reporter._next_seq - 1
         self.ended = False  # a terminal run_status was enqueued
         for event in resumed or []:
@@ -97,48 +99,74 @@ class BackgroundSender:
 
     # -- the caller's thread ------------------------------------------------------------------
     def enqueue(self, event: dict[str, Any]) -> int:
-        reporter = self.reporter
-        seq = reporter._next_seq
-        event["seq"] = seq
-        data = encode_record(event)
-        if len(data) > MAX_EVENT_BYTES:  # no request could carry it: no seq, the rest goes on
-            del event["seq"]
-            reporter.oversized += 1
-            logger.error("run %s: %s", self.run_id, event_too_large(data, event_type=event["type"]))
-            return 0
-        reporter._next_seq = seq + 1
-        self.last_enqueued = seq
-        if event["type"] == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
-            self.ended = True
-            self.urgent = True
-        queue = self.queue
-        spool = self.spool
-        # The common path takes no lock: deque.append is atomic, only the sender pops, and only
-        # this thread starts an overflow. Blocking on the sender's lock would hand it the GIL.
-        if (
-            self.stopped
-            or self.given_up
-            or self.overflow_offset is not None
-            or (len(queue) >= reporter.capacity)
-        ):
-            with self.condition:
-                self._enqueue_rare(seq, data)
+        # One caller at a time: two threads numbering, spooling and queueing at once would share
+        # a seq or queue them out of order, both refused by the server. Uncontended, the lock
+        # costs a fraction of a microsecond; the sender never takes it.
+        with self.caller_lock:
+            if self.refusal is not None:
+                return self._refuse(ReportError(self.refusal), counted="dropped")
+            reporter = self.reporter
+            seq = reporter._next_seq
+            event["seq"] = seq
+            try:  # what the server would refuse takes no seq, so the rest goes on
+                data = event_encode(event)
+            except ReportError as exc:
+                del event["seq"]
+                return self._refuse(exc, counted="oversized" if exc.status == 413 else "invalid")
+            reporter._next_seq = seq + 1
+            self.last_enqueued = seq
+            if event["type"] == "run_status" and event.get("status") in RUN_ENDED_STATUSES:
+                self.ended = True
+                self.urgent = True
+            queue = self.queue
+            spool = self.spool
+            # The common path takes no condition: deque.append is atomic and only the sender
+            # pops. Blocking on the sender's lock would hand it the GIL.
+            if (
+                self.stopped
+                or self.given_up
+                or self.overflow_offset is not None
+                or (len(queue) >= reporter.capacity)
+            ):
+                with self.condition:
+                    self._enqueue_rare(seq, data)
+                return seq
+            if spool is not None:
+                spool.add_event(data, run_id=self.run_id)  # not written: kept in memory anyway
+            queue.append((seq, data))
+            size = len(queue)
+            if size == 1 or size == reporter.batch_size or self.urgent:
+                with self.condition:
+                    if size == 1:
+                        self.first_queued_at = time.monotonic()
+                    self.condition.notify()
             return seq
-        if spool is not None:
-            spool.add_event(data, run_id=self.run_id)  # not written: kept in memory all the same
-        queue.append((seq, data))
-        size = len(queue)
-        if size == 1 or size == reporter.batch_size or self.urgent:
-            with self.condition:
-                if size == 1:
-                    self.first_queued_at = time.monotonic()
-                self.condition.notify()
-        return seq
+
+    def _refuse(self, refusal: ReportError, *, counted: str) -> int:
+        """An event not reported: counted in ``reporter.<counted>`` and said once per cause
+        (an oversized event: each, with its size)."""
+        setattr(self.reporter, counted, getattr(self.reporter, counted) + 1)
+        message = str(refusal)
+        if counted == "oversized":
+            logger.error("run %s: %s", self.run_id, message)
+        elif message not in self.said:
+            self.said.add(message)
+            logger.error("run %s: %s (more: counted in reporter.%s)", self.run_id, message, counted)
+        return 0
+
+    def disown(self, why: str) -> None:
+        """In a forked child: send and spool nothing of the parent's run (``lifecycle``)."""
+        self.condition = threading.Condition()  # locks other threads held at the fork
+        self.caller_lock = threading.Lock()
+        self.stopped = True
+        self.refusal = why
+        self.closed = False
+        self.spool = None  # never closed here: closing cuts the file the parent has mapped
 
     def _enqueue_rare(self, seq: int, data: bytes) -> None:
         """Enqueue when stopped, given up, overflowing or full (under the lock)."""
         reporter = self.reporter
-        if self.stopped:  # after close(): nothing sends or spools any more
+        if self.stopped:  # closing: nothing sends or spools any more
             reporter.dropped += 1
             return
         spool = self.spool
@@ -191,6 +219,7 @@ class BackgroundSender:
         delivered = self.wait_acked(timeout)
         with self.condition:
             self.stopped = True
+            self.refusal = "event() after close(): not reported"
             self.condition.notify_all()
         self.thread.join(0.1)  # a daemon: a request still in flight to a slow server is left
         if self.spool is not None:
@@ -199,18 +228,14 @@ class BackgroundSender:
             if delivered and self.ended and self.spool_path is not None:
                 self.spool_path.unlink(missing_ok=True)
         if not delivered:
-            unsent = self.last_enqueued - self.reporter.last_acked_seq
-            where = spool_kept(self.spool_path, ended=self.ended) if self.spool_path else "lost"
-            if self.start_refused is not None:  # its one error named the cause and the fix
-                logger.warning(
-                    "run %s: %d events not sent, its start was refused (%s)",
-                    self.run_id,
-                    unsent,
-                    where,
-                )
-            else:
-                what = f"{unsent} events" if unsent or self.started else "its start"
-                logger.error("run %s: %s not acknowledged at close (%s)", self.run_id, what, where)
+            close_report(
+                run_id=self.run_id,
+                unsent=self.last_enqueued - self.reporter.last_acked_seq,
+                started=self.started,
+                start_refused=self.start_refused is not None,
+                spool_path=self.spool_path,
+                ended=self.ended,
+            )
         self.closed = delivered
         return delivered
 
@@ -379,57 +404,6 @@ class BackgroundSender:
     def wait_started(self, timeout: float | None) -> bool:
         self.start_answered.wait(timeout)
         return self.started
-
-    def retry_start(self) -> None:
-        with self.condition:
-            if self.start_refused is None:
-                return
-            self.retry_requested = True
-            self.condition.notify_all()
-            if not self.stopped:
-                return
-            # Closed already (the chat has ended): a new thread sends what was kept.
-            self.stopped = False
-            self.closed = None
-            if self.spool_path is not None:
-                self.spool = SpoolFile(self.spool_path, append=True)
-            self.thread = threading.Thread(
-                target=self._run, name=f"RunReporter-{self.run_id}", daemon=True
-            )
-        atexit.register(self.reporter._flush_at_exit)
-        self.thread.start()
-
-    def _start_refuse(self, exc: ReportError) -> None:
-        """Keep the events (spool, or memory up to capacity) and say once why and what to do."""
-        message = start_refused_message(
-            run_id=self.run_id,
-            refusal=exc,
-            workflow=(self.start_body or {}).get("workflow"),
-            spool_path=self.spool_path,
-            capacity=self.reporter.capacity,
-            base_url=self.reporter.base_url,
-        )
-        with self.condition:
-            self.start_refused = str(exc)
-            self.given_up = True
-            self.reporter.error = message
-            self.condition.notify_all()
-        self.start_answered.set()
-        logger.error("%s", message)
-
-    def _wait_for_retry(self) -> bool:
-        """Wait for ``retry_start()`` (True) or ``close()`` (False)."""
-        with self.condition:
-            while not self.stopped and not self.retry_requested:
-                self.condition.wait()
-            if self.stopped:
-                return False
-            self.retry_requested = False
-            self.given_up = False
-            self.start_refused = None
-            self.start_answered.clear()
-            self.reporter.error = None
-            return True
 
     def _give_up(self, why: str) -> None:
         with self.condition:

@@ -24,6 +24,13 @@ class Outages:
         self._waiting: dict[str, set[str]] = {}
         self._met: dict[str, tuple[float, set[str]]] = {}  # server -> (began, runs that met it)
 
+    def reset(self) -> None:
+        """In a forked child: the parent's runs wait for nothing here, and a lock its threads
+        held at the fork would stay held."""
+        self._lock = threading.Lock()
+        self._waiting = {}
+        self._met = {}
+
     def met(self, *, server: str, run_id: str, error: Exception) -> None:
         """A run's request to ``server`` failed in a way worth retrying."""
         with self._lock:

@@ -3,7 +3,8 @@ the engine's format, for the definitions it ran with: ``contextadmin_sdk.client.
 
 Two modes. **Blocking** (the default, for scripts such as ``simulate_run``): ``event()`` queues
 and sends a batch from the caller's thread when it is full or due, retrying up to ``retries``
-times and raising ``ReportError`` when the server refuses or stays down::
+times and raising ``ReportError`` when the server refuses or stays down (so inside an asyncio
+event loop it stalls the loop for as long: use background mode there)::
 
     reporter = RunReporter("http://127.0.0.1:8000", token)
     run_id = reporter.start(workflow="Generator", enterprise_id="acme")
@@ -21,9 +22,10 @@ event. ``start()`` returns at once with a run id chosen here (the server accepts
   with a spool, new events go to the spool only and the sender reads them back in order;
   without one, they are dropped and reporting of the run stops (seqs must be contiguous),
   counted in ``dropped``, with one error logged.
-- **Size**: an event larger than any request the server takes (``MAX_EVENT_BYTES``) takes no
-  seq and is not sent, so the run's later events still flow: logged and counted in
-  ``oversized`` here, a ``ReportError`` in blocking mode.
+- **Size, shape**: an event larger than any request the server takes (``MAX_EVENT_BYTES``),
+  or one it would refuse (``transport.event_encode``) takes no seq and is not sent, so the
+  run's later events still flow: logged, counted in ``oversized`` or ``invalid`` (blocking
+  mode: a ``ReportError``). Any thread may call ``event()``; a forked child reports nothing.
 - **Spool** (``spool_dir``): one ``<run_id>.jsonl`` per run: the start request, then every
   event with its seq, written before ``event()`` returns, so a runtime killed mid-chat loses
   nothing it observed. ``resume(run_id)`` reads it back and re-sends what the server has not
@@ -60,22 +62,21 @@ from types import TracebackType
 from typing import Any
 
 from contextadmin_sdk.client.background import BackgroundSender
-from contextadmin_sdk.client.definitions import (
-    declared_mapping,
-    definitions_fetch,
-    definitions_workflow_check,
-)
-from contextadmin_sdk.client.resume import Resumed, delivery_message, spool_read
+from contextadmin_sdk.client.definitions import definitions_fetch, definitions_workflow_check
+from contextadmin_sdk.client.lifecycle import exit_flush, reporter_track
+from contextadmin_sdk.client.resume import Resumed, delivery_said, spool_read
 from contextadmin_sdk.client.socket_transport import TRANSPORTS
 from contextadmin_sdk.client.spool_file import SpoolInUse, spool_in_use
+from contextadmin_sdk.client.start_body import start_body
 from contextadmin_sdk.client.transport import (
     ReportError,
     base_url_check,
     batch_body,
     batch_count,
     encode_record,
-    event_too_large,
+    event_encode,
     request_json,
+    token_check,
 )
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
 from contextadmin_sdk.engine.format import ContextVariablesFile
@@ -130,6 +131,9 @@ class RunReporter:
         self.spool_dir = Path(spool_dir) if spool_dir is not None else None
         self.dropped = 0
         self.oversized = 0  # events no request could carry (background mode: logged, not sent)
+        self.invalid = 0  # events the server would refuse (background mode: logged, not sent)
+        self._refusal: str | None = None  # why event() reports nothing (a forked child's)
+        self._closed = False  # blocking mode: close() came after the last start
         self.error: str | None = None  # why the background sender gave up, if it did
         self._background = background
         self._next_seq = 1
@@ -138,8 +142,18 @@ class RunReporter:
         self._last_flush = time.monotonic()
         self._sender: BackgroundSender | None = None
         atexit.register(self._flush_at_exit)
+        reporter_track(self)
 
     # -- public API -------------------------------------------------------------------------
+    @property
+    def token(self) -> str:
+        """The API token, without the whitespace around it (a token read from a file)."""
+        return self._token
+
+    @token.setter
+    def token(self, token: str) -> None:
+        self._token = token_check(token)
+
     @property
     def background(self) -> bool:
         """Whether events are sent by a background thread (see the module docstring)."""
@@ -193,21 +207,14 @@ class RunReporter:
         ``ValueError`` naming both, sending nothing.
         """
         definitions_workflow_check(definitions, workflow=workflow)
-        body: dict[str, Any] = {"workflow": workflow, "enterprise_id": enterprise_id}
         if run_id is None and self._background:
             run_id = uuid.uuid4().hex
-        if run_id is not None:
-            body["run_id"] = run_id
-        if environment is not None:
-            body["environment"] = environment
-        if context is not None:
-            body["context"] = context
-        if definitions is not None:
-            body["definitions"] = declared_mapping(definitions)
-        if runtime is not None:
-            body["runtime"] = dict(runtime)
-        if unresolved:
-            body["unresolved"] = dict(unresolved)
+        body = start_body(
+            workflow=workflow, enterprise_id=enterprise_id, run_id=run_id,
+            environment=environment, context=context, definitions=definitions,
+            runtime=runtime, unresolved=unresolved,
+        )
+        self._closed = False
         if self._background:
             assert run_id is not None
             self.run_id = run_id
@@ -285,8 +292,8 @@ class RunReporter:
         except ReportError as exc:
             if spool.start is None:
                 raise ReportError(
-                    f"resume {run_id}: the server has no state for it ({exc}) and there is no "
-                    "spool of it to rebuild from"
+                    f"resume {run_id}: the server has no state for it ({exc}) and no spool "
+                    f"holds its start to rebuild it from ({path or 'no spool_dir'})"
                 ) from None
             logger.warning(
                 "run %s: the server has no state for it (%s); rebuilding it from the spool",
@@ -301,6 +308,7 @@ class RunReporter:
         if check is not None:
             check(resumed)  # may refuse the run: before this reporter takes it or sends a thing
         self.run_id = run_id
+        self._closed = False
         self.state = server
         self.last_acked_seq = server_seq
         last_seq = unsent[-1]["seq"] if unsent else server_seq
@@ -328,10 +336,7 @@ class RunReporter:
             raise ValueError(f"deliver(): the reporter already reports run {self.run_id}")
         self.use_background()
         resumed = self.resume(run_id)
-        delivered = self.close(timeout)
-        message = delivery_message(resumed=resumed, delivered=delivered)
-        logger.log(logging.INFO if delivered else logging.ERROR, "run %s: %s", run_id, message)
-        return delivered
+        return delivery_said(run_id=run_id, resumed=resumed, delivered=self.close(timeout))
 
     def event(self, type: str, **fields: Any) -> int:
         """Queue one event and return its seq; blocking mode sends a batch when full or due.
@@ -341,12 +346,11 @@ class RunReporter:
         """
         if self._sender is not None:
             return self._sender.enqueue({"type": type, **fields})
+        if self.run_id is None or self._closed or self._refusal is not None:
+            return self._refused_event()
         with self._lock:
             seq = self._next_seq
-            data = encode_record({"type": type, **fields, "seq": seq})
-            too_large = event_too_large(data, event_type=type)
-            if too_large is not None:
-                raise ReportError(too_large, status=413)
+            data = event_encode({"type": type, **fields, "seq": seq}, full=True)
             self._next_seq += 1
             self._pending.append(data)
             due = (
@@ -384,6 +388,7 @@ class RunReporter:
         atexit.unregister(self._flush_at_exit)
         if self._sender is not None:
             return self._sender.close(timeout)
+        self._closed = True
         self.flush()
         return True
 
@@ -396,7 +401,25 @@ class RunReporter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        """Close; when the block raised, a failed close is logged, not raised in its place."""
+        try:
+            self.close()
+        except ReportError as failed:
+            if exc is None:
+                raise
+            logger.error("run %s: not flushed when the block raised: %s", self.run_id, failed)
+
+    def _refused_event(self) -> int:
+        """No run to report the event to (none started, closed, forked): ``ReportError`` in
+        blocking mode; in background mode (before ``start()``) said once, counted, 0."""
+        closed = f"run {self.run_id}: event() after close()" if self.run_id else None
+        why = self._refusal or f"{closed or 'event() before start()'}: not reported"
+        if not self._background:
+            raise ReportError(why)
+        self.dropped += 1
+        if self.dropped == 1:
+            logger.error("%s (more: counted in reporter.dropped)", why)
+        return 0
 
     # -- transport --------------------------------------------------------------------------
     def _acknowledged(self, answer: dict[str, Any]) -> None:
@@ -407,36 +430,20 @@ class RunReporter:
                 self.on_flips(answer["flips"])
 
     def _spool_path(self, run_id: str) -> Path | None:
-        return self.spool_dir / f"{run_id}.jsonl" if self.spool_dir is not None else None
+        return None if self.spool_dir is None else self.spool_dir / f"{run_id}.jsonl"
 
     def _flush_at_exit(self) -> None:
-        if self._sender is not None:
-            self._sender.close(1.0)
-            return
-        try:
-            self.flush()
-        except Exception:
-            logger.exception(
-                "run %s: could not flush %d events at exit", self.run_id, len(self._pending)
-            )
+        exit_flush(self)
 
     def _request(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | bytes | None,
-        *,
+        self, method: str, path: str, body: dict[str, Any] | bytes | None, *,
         retries: int | None = None,
     ) -> dict[str, Any]:
         """One blocking request, retried (``transport.request_json``); ``body``: JSON, or the
         bytes of it."""
-        data = json.dumps(body).encode() if isinstance(body, dict) else body
         return request_json(
-            method=method,
-            path=path,
-            data=data,
+            method=method, path=path,
+            data=json.dumps(body).encode() if isinstance(body, dict) else body,
             retries=self.retries if retries is None else retries,
-            backoff=self.backoff,
-            max_backoff=self.max_backoff,
-            **self._server(),
+            backoff=self.backoff, max_backoff=self.max_backoff, **self._server(),
         )

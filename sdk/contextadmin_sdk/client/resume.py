@@ -5,10 +5,13 @@ and what the reporter says of a spool it could not deliver, or delivered (``deli
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from contextadmin_sdk.engine import RUN_ENDED_STATUSES
+
+logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
 
 
 class Resumed:
@@ -44,20 +47,25 @@ class Spool:
 
 
 def spool_read(path: Path | None) -> Spool:
-    """Read a spool file; a torn last line (the process died mid-write) is ignored."""
+    """Read a spool file; a torn last line (the process died mid-write), or any line that is
+    not a spool's, is ignored."""
     spool = Spool()
     if path is None or not path.exists():
         return spool
-    with path.open(encoding="utf-8") as lines:
+    with path.open("rb") as lines:  # bytes: a line that is not UTF-8 is skipped, not fatal
         for line in lines:
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
+            if not isinstance(record, dict):  # not a spool's line: skipped as a torn one is
+                continue
             if "start" in record:
                 spool.start = record["start"]
-            elif "event" in record:
+            elif isinstance(record.get("event"), dict):
                 event = record["event"]
+                if not isinstance(event.get("seq"), int):
+                    continue
                 if not spool.events or event["seq"] > spool.events[-1]["seq"]:
                     spool.events.append(event)
     return spool
@@ -68,6 +76,25 @@ def spool_kept(path: Path, *, ended: bool = False) -> str:
     cannot be resumed: only ``deliver``)."""
     deliver = f"kept in {path}: deliver them with python -m contextadmin_sdk.client deliver {path}"
     return deliver if ended else f"{deliver}, or resume the run (the same spool_dir and run_id)"
+
+
+def close_report(
+    *,
+    run_id: str | None,
+    unsent: int,
+    started: bool,
+    start_refused: bool,
+    spool_path: Path | None,
+    ended: bool,
+) -> None:
+    """Say, at a close that left events unacknowledged, how many and where they wait."""
+    where = spool_kept(spool_path, ended=ended) if spool_path else "lost"
+    if start_refused:  # its one error named the cause and the fix
+        logger.warning("run %s: %d events not sent, its start was refused (%s)", run_id, unsent,
+                       where)
+        return
+    what = f"{unsent} events" if unsent or started else "its start"
+    logger.error("run %s: %s not acknowledged at close (%s)", run_id, what, where)
 
 
 def delivery_message(*, resumed: Resumed, delivered: bool) -> str:
@@ -85,3 +112,10 @@ def delivery_message(*, resumed: Resumed, delivered: bool) -> str:
     if status in RUN_ENDED_STATUSES:
         return f"{sent}; the run is {status} on the server"
     return f"{sent}; the run is {status} on the server: resume it to go on"
+
+
+def delivery_said(*, run_id: str, resumed: Resumed, delivered: bool) -> bool:
+    """Log what ``RunReporter.deliver`` did (``delivery_message``); return ``delivered``."""
+    message = delivery_message(resumed=resumed, delivered=delivered)
+    logger.log(logging.INFO if delivered else logging.ERROR, "run %s: %s", run_id, message)
+    return delivered

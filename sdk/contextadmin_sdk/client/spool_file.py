@@ -33,7 +33,9 @@ try:
 except ImportError:  # pragma: no cover - Windows: no lock, and no mapping either
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CHUNK_BYTES", "SpoolFile", "SpoolInUse", "events_after", "spool_in_use"]
+__all__ = [
+    "CHUNK_BYTES", "SpoolFile", "SpoolInUse", "events_after", "spool_in_use", "spool_open",
+]
 
 logger = logging.getLogger("contextadmin_sdk.client")
 
@@ -170,6 +172,38 @@ class SpoolFile:
         if self._map is not None:
             self._map.close()
             self._map = None
+
+
+def spool_open(
+    path: Path, *, append: bool, first_line: bytes | None, run_id: str | None
+) -> SpoolFile | None:
+    """Open a run's spool (its directory made first) and write ``first_line`` (the start); None
+    when it cannot be (a read-only directory, a file where the directory should be, a full
+    disk): said in one error, and the run is reported without a spool, as after a full disk.
+    ``SpoolInUse`` still raises: another runtime reports that run."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        spool = SpoolFile(path, append=append)
+    except SpoolInUse:
+        raise
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    else:
+        try:
+            if first_line is not None:
+                spool.write(first_line + b"\n")
+            return spool
+        except OSError as exc:
+            spool.close()
+            why = exc.strerror or str(exc)
+    logger.error(
+        "run %s: could not open the spool %s (%s): the run is reported without one, its "
+        "unsent events kept in memory only (up to capacity)",
+        run_id,
+        path,
+        why,
+    )
+    return None
 
 
 def events_after(

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from contextadmin_sdk.client.refusals import from_api, refusal_fix
+from contextadmin_sdk.engine.events import EVENT_FIELDS, EVENT_TYPES, validate_event
 
 logger = logging.getLogger("contextadmin_sdk.client.reporter")  # one logger for the reporter
 
@@ -75,6 +76,53 @@ def event_too_large(data: bytes, *, event_type: Any) -> str | None:
     )
 
 
+_TYPES, _FIELDS = frozenset(EVENT_TYPES), frozenset(EVENT_FIELDS)
+_NON_FINITE = (b"NaN", b"Infinity")  # what the encoders write for a float no JSON parser takes
+
+
+def event_encode(event: dict[str, Any], *, full: bool = False) -> bytes:
+    """The event's JSON; a ``ReportError`` naming what the server would refuse in it (400, or
+    413 for its size), raised before it takes a seq so the run's later events still flow.
+
+    Background mode checks what costs next to nothing on the caller's thread (the type, the
+    field names, values JSON cannot hold: ``NaN``, bytes, objects); ``full`` (blocking mode)
+    the server's whole rule (``validate_event``)."""
+    kind = event.get("type")
+    problems = [] if kind in _TYPES and _FIELDS.issuperset(event) else validate_event(event)
+    if not problems:
+        try:
+            data = encode_record(event)
+        except (TypeError, ValueError, RecursionError) as exc:
+            problems = [f"a value is not JSON ({exc})"]
+        else:
+            too_large = event_too_large(data, event_type=kind)  # the server's first refusal
+            if too_large is not None:
+                raise ReportError(too_large, status=413)
+            # A NaN's bytes may be only a text that says so: then the check finds nothing.
+            if full or any(token in data for token in _NON_FINITE):
+                problems = validate_event(json.loads(data))  # as the server will read it
+    if problems:
+        raise ReportError(
+            f"an event ({kind}) the server would refuse: {'; '.join(problems)}: not reported",
+            status=400,
+        )
+    return data
+
+
+def token_check(token: str) -> str:
+    """The API token without the whitespace a file or a copy adds (``open(...).read()`` keeps
+    the newline, which no header can carry); a ``ValueError`` that never shows the token."""
+    if not isinstance(token, str):
+        raise ValueError(f"token: an API token (a string), got {type(token).__name__}")
+    token = token.strip()
+    if any(char.isspace() or not char.isprintable() for char in token):
+        raise ValueError(
+            "token: it holds whitespace or control characters inside (not shown: a token is a "
+            "secret); give it as issued (manage.py create_api_token NAME)"
+        )
+    return token
+
+
 def batch_count(records: Iterable[bytes], *, batch_size: int) -> int:
     """How many of ``records`` (encoded events, in seq order) the next batch takes: at most
     ``batch_size`` and ``MAX_BATCH_BYTES``, at least one (``event_too_large`` keeps every event
@@ -102,6 +150,12 @@ def base_url_check(base_url: str) -> str:
         raise ValueError(f"base_url: {expected}, got {base_url!r}")
     if parts.query or parts.fragment:
         raise ValueError(f"base_url: {expected}, without a query or fragment, got {base_url!r}")
+    if "@" in parts.netloc:  # user:password@: never sent as such, and a secret in every log
+        shown = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+        raise ValueError(
+            f"base_url: {expected}, without credentials (the API takes the token, as a Bearer "
+            f"header), got {shown!r} with a user and password before its host (not shown)"
+        )
     path = parts.path.rstrip("/")
     if path.rsplit("/", 1)[-1] == "api":
         root = urllib.parse.urlunsplit(parts._replace(path=path[: -len("api")].rstrip("/")))
