@@ -314,16 +314,23 @@ def test_run_group_chat_iter_through_session_iterate() -> None:
     assert session.events[-2]["agent"] == "Planner"
 
 
-def test_run_group_chat_is_refused() -> None:
-    pattern = two_stage_pattern(interview=["NEXT"], answers=[])
+def test_run_group_chat_through_session_iterate_is_observed_once() -> None:
+    """run_group_chat is observed on AG2's own thread; session.iterate passes its events on."""
+    pattern = two_stage_pattern(interview=["Q?", "NEXT"], answers=["A."])
     session = attach(
-        pattern, config(INTERVIEW_DONE), workflow_name="W", enterprise_id="e", environ={}
+        pattern,
+        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
+        workflow_name="W",
+        enterprise_id="e",
+        environ={},
     )
-    response = run_group_chat(pattern, messages="Start.", max_rounds=3)
-    with pytest.raises(TypeError, match="run_group_chat_iter"):
-        next(session.iterate(response))
-    for _ in response.events:  # let AG2's thread finish
-        pass
+    with session:
+        response = run_group_chat(pattern, messages="Start.", max_rounds=10)
+        for _ in session.iterate(response):
+            pass
+    said = [e["agent"] for e in session.events if e["type"] == "agent_text"]
+    assert said == ["user", "InterviewAgent", "user", "InterviewAgent", "Planner"]
+    assert [e["seq"] for e in session.events] == list(range(1, len(session.events) + 1))
 
 
 # -- replay property ----------------------------------------------------------------------------

@@ -13,9 +13,10 @@ from autogen.agentchat.group import (
     OnContextCondition,
 )
 
-__all__ = ["fired_rule", "handoff_register", "handoffs_clear"]
+__all__ = ["after_works_restore", "fired_rule", "handoff_register", "handoffs_clear"]
 
 _REGISTERED = "_contextadmin_handoffs"  # on an agent: the conditions a session added to it
+_AFTER_WORKS = "_contextadmin_after_works"  # ... of which its after-work ones, in rule order
 
 
 def handoffs_clear(agents: Iterable[Any]) -> None:
@@ -30,6 +31,19 @@ def handoffs_clear(agents: Iterable[Any]) -> None:
             ]
             handoffs.after_works = [c for c in handoffs.after_works if id(c) not in ids]
         setattr(agent, _REGISTERED, [])
+        setattr(agent, _AFTER_WORKS, [])
+
+
+def after_works_restore(agents: Iterable[Any]) -> None:
+    """Put back the after-work rules a session registered that the pattern dropped as the chat
+    started: ``RoundRobinPattern`` and ``RandomPattern`` call ``set_after_work`` on every agent
+    in ``prepare_group_chat``, which would leave each rule to fire a whole round late (when its
+    source is picked again), not on the turn right after the flip."""
+    for agent in agents:
+        present = {id(condition) for condition in agent.handoffs.after_works}
+        for condition in getattr(agent, _AFTER_WORKS, None) or []:
+            if id(condition) not in present:
+                agent.handoffs.add_after_work(condition)  # before the unconditional one
 
 
 def handoff_register(
@@ -48,13 +62,17 @@ def handoff_register(
     Either way the chat routes on the turn right after the flip. ``rule_of`` learns each
     condition's rule index (by ``id``).
     """
-    for add in (source.handoffs.add_after_work, source.handoffs.add_context_condition):
+    handoffs = source.handoffs
+    adds = ((handoffs.add_after_work, True), (handoffs.add_context_condition, False))
+    for add, after_work in adds:
         condition = OnContextCondition(
             target=AgentTarget(target), condition=ExpressionContextCondition(expression)
         )
         add(condition)
         rule_of[id(condition)] = index
         getattr(source, _REGISTERED).append(condition)
+        if after_work:
+            getattr(source, _AFTER_WORKS).append(condition)
 
 
 def fired_rule(agent: Any, conditions: Iterable[Any], rule_of: dict[int, int]) -> int | None:

@@ -6,8 +6,9 @@
   whose model is ``ScriptedModelClient`` (``model_client_cls``), so AG2's own LLM path makes
   the tool calls: a reply ``ToolCall("save_plan", names="a,b")`` becomes an OpenAI-style tool
   call that AG2's group tool executor runs. ``prepare_group_chat`` rebuilds an agent's client,
-  which drops a registered custom client; an ``update_agent_state`` hook registers it again
-  before every reply.
+  which drops a registered custom client, and so do AG2's own ``update_agent_state`` hooks of an
+  agent with LLM hand-offs (``OnCondition``); hooks register it again before every reply, the
+  last one after AG2's (``process_all_messages_before_reply``).
 """
 
 from __future__ import annotations
@@ -150,6 +151,13 @@ def scripted_tool_agent(
         ):
             client.register_model_client(model_client_cls=ScriptedModelClient, **options)
 
+    def register_client_last(messages: Any) -> Any:
+        """Again after AG2's own ``update_agent_state`` hooks: an agent with LLM hand-offs
+        (``OnCondition``, a nested chat) rebuilds its client there, after ours."""
+        register_client(agent, messages)
+        return messages
+
     agent.register_hook("update_agent_state", register_client)
+    agent.register_hook("process_all_messages_before_reply", register_client_last)
     register_client(agent, None)
     return agent

@@ -8,8 +8,10 @@ How the pieces fit:
   passes it on to the stream that was there before (the console, usually). Each event is
   folded into a ``RunState`` (the same fold the server runs, wrapping ``DerivedContextManager``
   unchanged) before AG2 chooses the next speaker, so a flag flipped by a turn can route the
-  turn right after it. ``run_group_chat()`` runs the chat on another thread and delivers
-  events late: it is refused; ``run_group_chat_iter`` works through ``session.iterate()``.
+  turn right after it. ``run_group_chat()``, ``a_run_group_chat()`` and
+  ``run_group_chat_iter()`` run the chat on a thread (or task) of their own, with a stream of
+  their own: the session wraps the pattern's ``prepare_group_chat``, which every entry point
+  calls on the chat's own thread, and installs its stream there too (``_chat_starting``).
 - **Mapping.** ``TextEvent`` -> ``agent_text`` (the transit message ``"[Handing off to X]"``
   is not a turn: it becomes the ``handoff`` event instead); a tool's ``ToolResponseEvent``,
   matched to its ``ToolCallEvent`` by call id, -> ``tool_response`` with status ``success`` or
@@ -27,6 +29,7 @@ How the pieces fit:
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 from collections.abc import Iterator
 from typing import Any, Unpack
@@ -47,7 +50,8 @@ from contextadmin_sdk.integrations.session_core import SessionCore
 
 try:
     import autogen
-    from autogen.agentchat.group import ContextExpression
+    from autogen import ConversableAgent
+    from autogen.agentchat.group import ContextExpression, ContextVariables
     from autogen.events.base_event import BaseEvent
     from autogen.io import IOStream
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -56,7 +60,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'pip install "./sdk[autogen]" from a checkout of contextadmin'
     ) from exc
 
-from .handoffs import fired_rule, handoff_register, handoffs_clear
+from .handoffs import after_works_restore, fired_rule, handoff_register, handoffs_clear
+from .internals import stream_put_in_front
 
 __all__ = ["SUPPORTED_AG2", "AG2Session", "HandoffRuleError", "attach"]
 
@@ -71,6 +76,8 @@ TRANSITION_EVENTS = {
     "OnConditionLLMTransitionEvent": None,
     "ReplyResultTransitionEvent": None,
 }
+REPLY_RESULT = "ReplyResultTransitionEvent"
+_SESSION = "_contextadmin_session"  # on a pattern: the session attached to it last
 
 if not autogen.__version__.startswith("0.14."):  # pragma: no cover
     logger.warning(
@@ -117,6 +124,20 @@ def _refuse_ag2x(pattern: Any) -> None:
             f"attach() takes an AG2 Classic Pattern (autogen.agentchat.group.patterns), got "
             f"{type(pattern).__name__}"
         )
+    agents = pattern.agents
+    if not isinstance(agents, list | tuple) or not all(
+        isinstance(agent, ConversableAgent) for agent in agents
+    ):
+        raise TypeError(
+            "attach(): the pattern's agents must be a list of ConversableAgents, not "
+            f"{type(agents).__name__}"
+        )
+    if not isinstance(pattern.context_variables, ContextVariables):
+        raise TypeError(
+            "attach(): the pattern's context_variables must be an "
+            "autogen.agentchat.group.ContextVariables (AG2 shares that one object with every "
+            f"agent), not {type(pattern.context_variables).__name__}"
+        )
 
 
 class _ObservingStream:
@@ -130,12 +151,30 @@ class _ObservingStream:
         self.previous.print(*objects, sep=sep, end=end, flush=flush)
 
     def send(self, message: Any) -> None:
-        self.session.observe(message)
+        if self.session._observing:
+            self.session.observe(message)
         self.previous.send(message)
 
     def input(self, prompt: str = "", *, password: bool = False) -> str:
         result: str = self.previous.input(prompt, password=password)
         return result
+
+
+class _AsyncObservingStream(_ObservingStream):
+    """The same over an async stream (``a_run_group_chat``'s): AG2 awaits ``input`` only when
+    it is a coroutine function, so the human's reply must be awaited here, not handed back as
+    a coroutine."""
+
+    async def input(self, prompt: str = "", *, password: bool = False) -> str:  # type: ignore[override]
+        result: str = await self.previous.input(prompt, password=password)
+        return result
+
+
+def _observing(session: AG2Session, previous: Any) -> _ObservingStream:
+    """A stream showing every event to ``session``, then to ``previous`` (sync or async)."""
+    if inspect.iscoroutinefunction(getattr(previous, "input", None)):
+        return _AsyncObservingStream(session, previous)
+    return _ObservingStream(session, previous)
 
 
 class AG2Session(SessionCore):
@@ -148,11 +187,14 @@ class AG2Session(SessionCore):
         self.pattern = pattern
         self._tool_calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, calling agent)
         self._executed: dict[str, bool] = {}  # call id -> success
+        self._last_executed: str | None = None  # the call id of the latest tool AG2 ran
         self._transit: dict[str, str] = {}  # agent -> its expected "[Handing off to X]"
         self._rule_of: dict[int, int] = {}  # id(OnContextCondition) -> rule index
         self._stream_cm: Any = None  # IOStream.set_default(...) while inside `with`
+        self._observing = False  # inside `with session:`
         self._seed_context()
         self._register_handoffs()
+        _prepare_hook(pattern, self)
 
     @property
     def context(self) -> Any:
@@ -161,38 +203,55 @@ class AG2Session(SessionCore):
 
     def _begin(self) -> None:
         previous = IOStream.get_default()
-        self._stream_cm = IOStream.set_default(_ObservingStream(self, previous))
+        self._stream_cm = IOStream.set_default(_observing(self, previous))
         self._stream_cm.__enter__()
+        self._observing = True
 
     def _finish(self, *, raised: bool) -> None:
+        self._observing = False
         self._stream_cm.__exit__(None, None, None)
         if self.observed == 0 and not raised:
             self._warn_once(
                 "no-events",
-                "the session observed no AG2 events: run the chat inside `with session:` on this "
-                "thread (initiate_group_chat), or iterate run_group_chat_iter through "
-                "session.iterate(); run_group_chat() runs it on another thread",
+                "the session observed no AG2 events: run the chat (initiate_group_chat, "
+                "run_group_chat, their a_ versions) inside `with session:`, and consume "
+                "run_group_chat's events (or call response.process()) before leaving it",
             )
+
+    def _chat_starting(self) -> None:
+        """The pattern is preparing a chat, on the chat's own thread (or task): put back the
+        rules the pattern dropped, and observe this thread's stream (``run_group_chat`` and
+        ``a_run_group_chat`` install one of their own), so flips land before AG2 picks the next
+        speaker whichever entry point runs the chat."""
+        after_works_restore(self.pattern.agents)
+        if not self._observing:
+            ended = "its run has ended: attach() again for a new run" if self._ended else (
+                "run the chat inside `with session:`"
+            )
+            self._warn_once(
+                "outside",
+                "a chat started on the attached pattern outside `with session:`: the session "
+                f"does not observe it (no flag flips, nothing is reported); {ended}",
+            )
+            return
+        current = IOStream.get_default()
+        if isinstance(current, _ObservingStream) and current.session is self:
+            return  # initiate_group_chat on the thread of `with session:`
+        stream_put_in_front(_observing(self, current))  # for this chat's thread (or task)
 
     def _before_end(self) -> None:
         self._sync_context()
 
     # -- run_group_chat_iter ---------------------------------------------------------------------
     def iterate(self, response: Any) -> Iterator[Any]:
-        """Observe the events of ``run_group_chat_iter(...)`` as you iterate them.
+        """The events of ``run_group_chat_iter(...)`` (or ``run_group_chat(...)``), unchanged.
 
-        Its chat thread waits for each ``next()``, so flips still land before the next speaker
-        is chosen. Iterate every event (no ``yield_on``), or flags may miss their events.
+        Kept for code written against earlier versions: the session observes every chat's
+        events on the chat's own thread, so iterating ``response.events`` (or ``response``)
+        directly is the same.
         """
-        if not hasattr(response, "_start_thread_func") and type(response).__name__ == "RunResponse":
-            raise TypeError(
-                "run_group_chat() runs the chat on its own thread and its events arrive after "
-                "the next speaker is chosen: use initiate_group_chat inside `with session:`, or "
-                "run_group_chat_iter with session.iterate()"
-            )
-        for event in response:
-            self.observe(event)
-            yield event
+        events = response.events if type(response).__name__ == "RunResponse" else response
+        yield from events
 
     # -- observing -------------------------------------------------------------------------------
     def observe(self, event: Any) -> None:
@@ -210,10 +269,11 @@ class AG2Session(SessionCore):
             elif kind == "ExecutedFunctionEvent":
                 if inner.call_id is not None:
                     self._executed[inner.call_id] = bool(inner.is_exec_success)
+                    self._last_executed = inner.call_id
             elif kind == "ToolResponseEvent":
                 self._on_tool_response(inner)
             elif kind in TRANSITION_EVENTS:
-                self._on_transition(inner, TRANSITION_EVENTS[kind])
+                self._on_transition(inner, TRANSITION_EVENTS[kind], by_tool=kind == REPLY_RESULT)
         except Exception:
             if "observe" not in self._warned:
                 self._warned.add("observe")
@@ -263,7 +323,10 @@ class AG2Session(SessionCore):
             text = text_of(response.content) or ""
             self._emit_tool_response(agent=agent, tool=tool, success=success, text=text)
 
-    def _on_transition(self, inner: Any, where: str | None) -> None:
+    def _on_transition(self, inner: Any, where: str | None, *, by_tool: bool = False) -> None:
+        """A hand-off to another agent. ``by_tool``: a tool's ``ReplyResult`` named the target;
+        AG2 sends this before the tool's response, with the tool's context merged in, so what
+        changed there is the tool's doing (a flip "set by tool T")."""
         source = inner.source_agent
         target = getattr(inner.transition_target, "agent_name", None)
         if not isinstance(target, str) or target == source.name:
@@ -277,7 +340,8 @@ class AG2Session(SessionCore):
             self._transit[source.name] = (
                 f"[Handing off to {inner.transition_target.display_name()}]"
             )
-        self._sync_context(agent=source.name)
+        call = self._tool_calls.get(self._last_executed or "") if by_tool else None
+        self._sync_context(agent=source.name, tool=call[0] if call is not None else None)
         self._emit(event)
 
     # -- state -----------------------------------------------------------------------------------
@@ -332,3 +396,25 @@ class AG2Session(SessionCore):
                 index=index,
                 rule_of=self._rule_of,
             )
+
+
+def _prepare_hook(pattern: Any, session: AG2Session) -> None:
+    """Make ``pattern.prepare_group_chat`` (called by every AG2 entry point, on the chat's own
+    thread, before its first event) tell the session last attached to it that a chat starts."""
+    setattr(pattern, _SESSION, session)
+    if getattr(pattern.prepare_group_chat, _SESSION, False):
+        return  # attached before: the hook reads the pattern's current session
+    prepare = pattern.prepare_group_chat
+
+    def prepare_group_chat(*args: Any, **kwargs: Any) -> Any:
+        prepared = prepare(*args, **kwargs)
+        current: AG2Session | None = getattr(pattern, _SESSION, None)
+        if current is not None:
+            try:
+                current._chat_starting()
+            except Exception:  # never into the chat
+                current._log.exception("could not observe the chat starting; it goes on")
+        return prepared
+
+    setattr(prepare_group_chat, _SESSION, True)
+    pattern.prepare_group_chat = prepare_group_chat
