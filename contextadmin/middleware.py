@@ -1,7 +1,9 @@
-"""Refuse NUL characters in a request's path, query or form fields before any view runs.
+"""Refuse NUL characters in a request's path, query, cookies or form fields before any view runs.
 
 PostgreSQL cannot hold NUL in text, so a ``%00`` in a run id, a workflow name, an admin search
-or a posted form field would otherwise fail in the database as a 500. (JSON bodies are checked
+or a posted form field would otherwise fail in the database as a 500; so would a session
+cookie holding one (``sessionid="\\000..."``, which Django's cookie parser unquotes to a NUL)
+on every page that reads the session. (JSON bodies are checked
 by ``runs.api.json_decode``; ``context_variables.json`` files by the format module's
 ``parse_config``.)
 """
@@ -24,6 +26,8 @@ def _nul_in(request: HttpRequest) -> str | None:
         return "path"
     if _holds_nul(request.GET):
         return "query"
+    if any("\x00" in key or "\x00" in value for key, value in request.COOKIES.items()):
+        return "cookie"
     if request.method == "POST" and request.content_type in FORM_TYPES and _holds_nul(request.POST):
         return "form"
     return None

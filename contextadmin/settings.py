@@ -225,9 +225,9 @@ API_MAX_EVENTS_PER_BATCH = env.int("API_MAX_EVENTS_PER_BATCH", default=1000)
 # when REDIS_URL is set (runs/ratelimit.py).
 API_MAX_RUNNING_RUNS_PER_TOKEN = env.int("API_MAX_RUNNING_RUNS_PER_TOKEN", default=1000)
 API_MAX_SOCKETS_PER_TOKEN = env.int("API_MAX_SOCKETS_PER_TOKEN", default=200)
-# An ingest socket holds at most this many bytes of frames not yet ingested (16 of the largest
+# An ingest socket holds at most this many bytes of frames not yet ingested (4 of the largest
 # batch): a client that sends without waiting for its acks is refused (4429), not buffered.
-API_MAX_SOCKET_BACKLOG_BYTES = 16 * API_MAX_BODY_BYTES
+API_MAX_SOCKET_BACKLOG_BYTES = 4 * API_MAX_BODY_BYTES
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=60_000)
 # An events POST is refused (503, Retry-After) while the oldest POST this process holds has
 # waited longer than this, so an overload sheds requests instead of queueing past the

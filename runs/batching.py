@@ -40,6 +40,11 @@ class IngestBatcher:
     ``ingest(events)`` stores a batch and returns one ack per event, or raises ApiError having
     stored nothing; ``ingest_whole(events)`` stores a batch frame's events and returns its one
     answer (or raises likewise). ``send(message)`` and ``close(code)`` reach the socket.
+
+    Frames are taken as fast as they come (Daphne has no back-pressure), so what is queued and
+    not yet ingested is counted in bytes: ``room_for(size)`` says whether a frame fits in
+    ``max_queued_bytes`` (0: no limit), for the socket to refuse a client that does not wait
+    for its acks instead of holding everything it sends in memory.
     """
 
     def __init__(
@@ -51,6 +56,7 @@ class IngestBatcher:
         limit: int,
         name: str = "",
         ingest_whole: Callable[[Any], Awaitable[Message]] | None = None,
+        max_queued_bytes: int = 0,
     ) -> None:
         self._ingest = ingest
         self._ingest_whole = ingest_whole
@@ -58,18 +64,25 @@ class IngestBatcher:
         self._close = close
         self._limit = max(1, limit)
         self._name = name
-        self._queue: deque[tuple[str, Any]] = deque()
+        self._queue: deque[tuple[str, Any, int]] = deque()  # kind, value, its frame's bytes
+        self._max_queued_bytes = max_queued_bytes
+        self.queued_bytes = 0  # of the frames queued and not yet ingested
         self._flusher: asyncio.Task[None] | None = None
         self.closing = False  # a close is queued: nothing more is taken
         self.disconnected = False  # the socket is gone: replies are dropped
 
-    def event(self, event: Any) -> None:
-        """Queue an event for the next batch."""
-        self._enqueue("event", event)
+    def room_for(self, size: int) -> bool:
+        """Whether a frame of ``size`` bytes fits beside what is queued (always, alone)."""
+        limit = self._max_queued_bytes
+        return not limit or not self.queued_bytes or self.queued_bytes + size <= limit
 
-    def batch(self, events: Any) -> None:
+    def event(self, event: Any, *, size: int = 0) -> None:
+        """Queue an event (of a frame of ``size`` bytes) for the next batch."""
+        self._enqueue("event", event, size)
+
+    def batch(self, events: Any, *, size: int = 0) -> None:
         """Queue a batch frame's events: stored all or nothing, answered by one message."""
-        self._enqueue("batch", events)
+        self._enqueue("batch", events, size)
 
     def reply(self, message: Message, *, close: int | None = None) -> None:
         """Queue a reply (in frame order), then optionally a close: nothing after it is taken."""
@@ -90,34 +103,45 @@ class IngestBatcher:
             with contextlib.suppress(Exception):
                 await self._flusher
 
-    def _enqueue(self, kind: str, value: Any) -> None:
+    def _enqueue(self, kind: str, value: Any, size: int = 0) -> None:
         if self.closing:
             return
-        self._queue.append((kind, value))
+        self._queue.append((kind, value, size))
+        self.queued_bytes += size
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush())
 
     async def _flush(self) -> None:
         try:
             while self._queue:
-                kind, value = self._queue[0]
+                kind, value, _ = self._queue[0]
                 if kind == "send":
                     self._queue.popleft()
                     await self._reply(value)
                 elif kind == "close":
                     self._queue.clear()
+                    self.queued_bytes = 0
                     await self._close(value)
                 elif kind == "batch":
-                    self._queue.popleft()
-                    await self._whole_ingest(value)
+                    size = self._queue.popleft()[2]
+                    try:
+                        await self._whole_ingest(value)
+                    finally:
+                        self.queued_bytes -= size
                 else:
-                    batch = []
+                    batch, size = [], 0
                     while self._queue and self._queue[0][0] == "event" and len(batch) < self._limit:
-                        batch.append(self._queue.popleft()[1])
-                    await self._batch_ingest(batch)
+                        _, event, frame_bytes = self._queue.popleft()
+                        batch.append(event)
+                        size += frame_bytes
+                    try:
+                        await self._batch_ingest(batch)
+                    finally:
+                        self.queued_bytes -= size
         except Exception:  # as an unhandled error in a consumer: log it, close the socket
             logger.exception("ingest socket %s failed", self._name)
             self._queue.clear()
+            self.queued_bytes = 0
             with contextlib.suppress(Exception):
                 await self._close(CLOSE_INTERNAL_ERROR)
 

@@ -294,6 +294,7 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
     slot_key: str | None = None
     batcher: IngestBatcher | None = None
     token_checked_at = 0.0
+    frame_bytes = 0  # the size of the frame being handled (receive, then receive_json)
 
     async def connect(self) -> None:
         if not self._origin_allowed():
@@ -321,6 +322,7 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
             limit=settings.API_MAX_EVENTS_PER_BATCH,
             name=run_id,
             ingest_whole=lambda events: self._ingest_whole(run_id, events),
+            max_queued_bytes=settings.API_MAX_SOCKET_BACKLOG_BYTES,
         )
         await self.accept()
 
@@ -339,6 +341,10 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
         try:
             if not text_data:
                 raise BadRequest("message: send JSON text frames")
+            if not self.batcher.room_for(len(text_data)):
+                self._backlog_refuse()
+                return
+            self.frame_bytes = len(text_data)
             await super().receive(text_data=text_data)
         except ApiError as exc:
             self.batcher.reply(error_message(exc))
@@ -359,9 +365,22 @@ class IngestConsumer(DispatchWithoutConnectionHop, AsyncJsonWebsocketConsumer):
             except BadRequest as exc:
                 self.batcher.reply(error_message(exc))
                 return
-            self.batcher.batch(content["events"])
+            self.batcher.batch(content["events"], size=self.frame_bytes)
             return
-        self.batcher.event(content)
+        self.batcher.event(content, size=self.frame_bytes)
+
+    def _backlog_refuse(self) -> None:
+        """A client sending faster than its frames are stored, without waiting for acks: told
+        so and closed (4429) after the replies to what was queued, instead of buffered."""
+        assert self.batcher is not None
+        limit = settings.API_MAX_SOCKET_BACKLOG_BYTES
+        self.batcher.reply(
+            error_message(RateLimited(
+                f"message: more than {limit} bytes of frames not yet stored on this socket "
+                "(API_MAX_SOCKET_BACKLOG_BYTES); wait for the acks before sending more"
+            )),
+            close=CLOSE_TOO_MANY,
+        )
 
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:

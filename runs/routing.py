@@ -62,8 +62,11 @@ class SessionUserMiddleware(BaseMiddleware):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         header = next((v for k, v in scope.get("headers", []) if k == b"cookie"), b"")
         cookies = parse_cookie(header.decode("latin-1"))  # the first Cookie header, as channels
+        key = cookies.get(settings.SESSION_COOKIE_NAME)
+        if key is not None and "\x00" in key:  # no session has one; PostgreSQL cannot look it up
+            key = None
         store = import_module(settings.SESSION_ENGINE).SessionStore
-        scope = dict(scope, session=store(cookies.get(settings.SESSION_COOKIE_NAME)))
+        scope = dict(scope, session=store(key))
         scope["user"] = await get_user(scope)
         return await super().__call__(scope, receive, send)
 

@@ -15,7 +15,9 @@ from typing import Any
 
 import orjson
 from contextadmin_sdk.engine import (
+    BASE_FLAGS,
     RUN_ENDED_STATUSES,
+    Context,
     ContextError,
     RunState,
     build_context,
@@ -27,6 +29,7 @@ from contextadmin_sdk.engine.format import (
     MAX_VARIABLES,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
+    ConfigError,
     json_value_problem,
     run_id_valid,
 )
@@ -35,10 +38,16 @@ from django.db import IntegrityError, transaction
 
 from contextadmin.errors import BadRequest, Conflict, NotFound, RateLimited
 from contextadmin.models import Workflow
+from contextadmin.selectors import VersionNotFound, workflow_published_config
 from runs.models import ApiToken, Run, RunSnapshot
 from runs.mongo import mongo_client_get
 from runs.services.broadcast import run_started_broadcast
-from runs.services.run_pinning import definitions_check, definitions_pin, runtime_check
+from runs.services.run_pinning import (
+    PinnedDefinitions,
+    definitions_check,
+    definitions_pin,
+    runtime_check,
+)
 from runs.signals import run_stored
 from runs.tokens import token_check_workflow
 
@@ -77,6 +86,87 @@ def _unresolved_check(unresolved: Any, *, context: dict[str, Any] | None) -> dic
     return unresolved
 
 
+NOT_READ_REASON = (
+    "not read by the server: the runtime's own definitions declare it and {workflow}'s "
+    "published definitions do not (the server reads its environment and MongoDB only for "
+    "what they declare); send its value in context"
+)
+NOT_LOOKED_UP_REASON = (
+    "not read by the server: the runtime's own definitions also declare {source}, which "
+    "{workflow}'s published definitions do not, so MongoDB is not asked; send the values in "
+    "context"
+)
+
+
+def _context_read(
+    pinned: PinnedDefinitions, *, workflow: Workflow, enterprise_id: str, environment: str
+) -> Context:
+    """Build a run's context from this server's environment and MongoDB, reading only what the
+    workflow's published definitions declare (its operators chose those reads).
+
+    A runtime's own definitions (not published here) may declare any env var or any database,
+    collection, look-up field and field: read as they ask, they would hand any token the
+    server's environment and every MongoDB document it can reach. An env var they declare
+    beyond the published ones is left unread (its declared default still applies); if they
+    declare a database source beyond the published ones, MongoDB is not asked at all. Each is
+    said so in its provenance."""
+    environ = {**os.environ, "ENVIRONMENT": environment}
+    mongo = mongo_client_get()
+    section = pinned.config.context_variables
+    refused_env: dict[str, str] = {}
+    refused_db: dict[str, str] = {}  # name -> db.<database>.<collection>.<field>
+    if pinned.source == Run.DefinitionsSource.RUNTIME:
+        allowed_env, allowed_db = _published_reads(workflow)
+        refused_env = {
+            v.name: v.source.env_var for v in section.environment_variables
+            if v.source.env_var not in allowed_env and v.source.env_var not in BASE_FLAGS.values()
+        }
+        environ = {k: v for k, v in environ.items() if k not in refused_env.values()}
+        refused_db = {
+            v.name: "db.{0}.{1}.{3}".format(*_db_source(v, section))
+            for v in section.database_variables if _db_source(v, section) not in allowed_db
+        }
+        if refused_db:
+            mongo = None
+    built = build_context(
+        pinned.config, workflow_name=workflow.name, enterprise_id=enterprise_id,
+        environ=environ, mongo=mongo,
+    )
+    reason = NOT_READ_REASON.format(workflow=workflow.name)
+    for name, env_var in refused_env.items():
+        if name in built.provenance:
+            built.provenance[name]["reason"] = f"{env_var} {reason}"
+    for variable in section.database_variables if refused_db else ():
+        entry = built.provenance.get(variable.name)
+        if entry is not None and entry.get("status") == "unresolved":
+            entry["reason"] = reason if variable.name in refused_db else (
+                NOT_LOOKED_UP_REASON.format(
+                    source=next(iter(refused_db.values())), workflow=workflow.name
+                )
+            )
+    return built
+
+
+def _published_reads(workflow: Workflow) -> tuple[set[str], set[tuple[str, ...]]]:
+    """The env vars and database sources the workflow's published definitions declare."""
+    try:
+        published, _ = workflow_published_config(workflow=workflow)
+    except (VersionNotFound, ConfigError):
+        return set(), set()
+    section = published.context_variables
+    return (
+        {v.source.env_var for v in section.environment_variables},
+        {_db_source(v, section) for v in section.database_variables},
+    )
+
+
+def _db_source(variable: Any, section: Any) -> tuple[str, ...]:
+    """Where a database variable is read: (database, collection, look-up field, field)."""
+    source = variable.source
+    database = source.database_name or section.database_name or ""
+    return (database, source.collection, source.search_by, source.field)
+
+
 @dataclass
 class StartedRun:
     run: Run
@@ -103,6 +193,11 @@ def run_start(
         raise BadRequest("enterprise_id: required (a non-empty string)")
     if len(enterprise_id) > ENTERPRISE_ID_MAX_CHARS:
         raise BadRequest(f"enterprise_id: at most {ENTERPRISE_ID_MAX_CHARS} characters")
+    if not enterprise_id.isprintable():  # a newline would forge log lines, a bidi override
+        raise BadRequest(  # reorder what pages show: refused, as in a token's name
+            "enterprise_id: letters, digits, spaces and punctuation only (no control or "
+            "formatting characters: newlines, tabs, bidi overrides)"
+        )
     if run_id is not None and not run_id_valid(run_id):
         raise BadRequest(f"run_id: {RUN_ID_RULE}")
     environment = environment or settings.ENVIRONMENT or "development"
@@ -129,12 +224,8 @@ def run_start(
     config = pinned.config
     try:
         if context is None:
-            built = build_context(
-                config,
-                workflow_name=workflow_name,
-                enterprise_id=enterprise_id,
-                environ={**os.environ, "ENVIRONMENT": environment},
-                mongo=mongo_client_get(),
+            built = _context_read(
+                pinned, workflow=workflow, enterprise_id=enterprise_id, environment=environment
             )
         else:  # the runtime built it; the engine still applies the rules (types, production)
             built = context_from_supplied(

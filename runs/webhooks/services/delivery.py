@@ -160,7 +160,7 @@ def _send(delivery: Delivery) -> Outcome:
         return Outcome(
             ok=False,
             retry=isinstance(exc, sending.SendFailed),
-            error=str(exc)[:300],
+            error=_storable(str(exc), 300, one_line=True),
             latency_ms=int((time.monotonic() - started) * 1000),
         )
     except Exception as exc:  # a bug or a bad row: retried like a network error, and logged
@@ -171,10 +171,10 @@ def _send(delivery: Delivery) -> Outcome:
         return Outcome(
             ok=False,
             retry=True,
-            error=f"unexpected error: {type(exc).__name__}: {exc}"[:300],
+            error=_storable(f"unexpected error: {type(exc).__name__}: {exc}", 300, one_line=True),
             latency_ms=int((time.monotonic() - started) * 1000),
         )
-    text = answer.body.decode("utf-8", errors="replace")[:500]
+    text = _storable(answer.body.decode("utf-8", errors="replace"), 500)
     status = answer.status
     return Outcome(
         ok=200 <= status < 300,
@@ -185,6 +185,18 @@ def _send(delivery: Delivery) -> Outcome:
         wait_s=retry_after_s(answer.retry_after) if status in (429, 503) else None,
         error="" if 200 <= status < 300 else f"HTTP {status}",
     )
+
+
+def _storable(text: str, limit: int, *, one_line: bool = False) -> str:
+    """A receiver's text (its answer, or an error quoting its status line) as every database
+    stores it: a NUL, which PostgreSQL refuses in text, shown as U+FFFD. Stored raw, it failed
+    the attempt's row after the request was sent, so the delivery was never marked and was
+    sent again at every lease's end, for ever, holding up its run's later events. An error
+    (``one_line``) is also logged: every other unprintable character (CR, LF, escapes, bidi
+    overrides) is shown as U+FFFD too, so a receiver cannot write lines into the log."""
+    if one_line:
+        text = "".join(c if c.isprintable() else "\ufffd" for c in text.strip()[:limit])
+    return text[:limit].replace("\x00", "\ufffd")
 
 
 def delivery_attempt(*, delivery: Delivery) -> Attempt:

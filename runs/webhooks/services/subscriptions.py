@@ -108,10 +108,28 @@ def host_private(host: str) -> bool:
     return address_private(address)
 
 
+# IPv6 ranges that carry an IPv4 address in their last 32 bits, which a translator or the
+# kernel may connect to: IPv4-compatible (::a.b.c.d), SIIT (::ffff:0:a.b.c.d) and NAT64's
+# well-known prefix (64:ff9b::a.b.c.d, RFC 6052). 64:ff9b:1::/48 (RFC 8215) is local by design.
+_IPV4_IN_LAST_32_BITS = tuple(
+    ipaddress.IPv6Network(net) for net in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96")
+)
+_IPV6_LOCAL_TRANSLATION = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
 def address_private(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Whether a webhook may not reach ``address``: loopback, private, link-local and the like."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Whether a webhook may not reach ``address``: loopback, private, link-local and the like,
+    also when written as an IPv6 address that carries one (mapped, 6to4, NAT64...)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _IPV6_LOCAL_TRANSLATION:
+            return True
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and any(address in net for net in _IPV4_IN_LAST_32_BITS):
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None and address_private(embedded):
+            return True
+        if address.ipv4_mapped is not None:
+            return False  # a mapped global address is that address
     return not address.is_global or address.is_multicast
 
 
