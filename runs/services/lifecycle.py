@@ -24,12 +24,12 @@ from contextadmin_sdk.engine import (
     context_from_supplied,
 )
 from contextadmin_sdk.engine.format import (
-    ENTERPRISE_ID_MAX_CHARS,
     ENVIRONMENTS,
     MAX_VARIABLES,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
     ConfigError,
+    enterprise_id_problem,
     json_value_problem,
     run_id_valid,
 )
@@ -189,15 +189,9 @@ def run_start(
     none), build (or take) its context by them, store it with the runtime that reports it."""
     if not isinstance(workflow_name, str) or not workflow_name:
         raise BadRequest("workflow: required (a workflow name)")
-    if not isinstance(enterprise_id, str) or not enterprise_id.strip():
-        raise BadRequest("enterprise_id: required (a non-empty string)")
-    if len(enterprise_id) > ENTERPRISE_ID_MAX_CHARS:
-        raise BadRequest(f"enterprise_id: at most {ENTERPRISE_ID_MAX_CHARS} characters")
-    if not enterprise_id.isprintable():  # a newline would forge log lines, a bidi override
-        raise BadRequest(  # reorder what pages show: refused, as in a token's name
-            "enterprise_id: letters, digits, spaces and punctuation only (no control or "
-            "formatting characters: newlines, tabs, bidi overrides)"
-        )
+    problem = enterprise_id_problem(enterprise_id)
+    if problem is not None:
+        raise BadRequest(f"enterprise_id: {problem}")
     if run_id is not None and not run_id_valid(run_id):
         raise BadRequest(f"run_id: {RUN_ID_RULE}")
     environment = environment or settings.ENVIRONMENT or "development"

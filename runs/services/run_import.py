@@ -20,6 +20,7 @@ from contextadmin_sdk.engine.format import (
     ENVIRONMENTS,
     ConfigError,
     config_export_bytes,
+    enterprise_id_problem,
     parse_config,
 )
 from django.conf import settings
@@ -58,6 +59,9 @@ def _header_read(header: Any) -> dict[str, Any]:
     for field in ("workflow", "enterprise_id", "definitions", "initial_state"):
         if not run.get(field):
             raise BadRequest(f"line 1: run.{field}: required")
+    problem = enterprise_id_problem(run["enterprise_id"])  # as a run start would refuse it
+    if problem is not None:
+        raise BadRequest(f"line 1: run.enterprise_id: {problem}")
     if run.get("environment") not in ENVIRONMENTS:
         raise BadRequest(f"line 1: run.environment: one of {', '.join(ENVIRONMENTS)}")
     for field in ("started_at", "ended_at", "last_event_at"):  # optional; read before a row

@@ -8,7 +8,6 @@ engine, render), one module per page:
 
 from runs.views.common import (
     CATEGORY_ORDER,
-    ENTERPRISE_ID_MAX_CHARS,
     INSPECTOR_CONSTANTS,
     OVERRIDE_MAX_CHARS,
     STREAM_WINDOW,
@@ -35,7 +34,6 @@ from runs.views.run_pages import (
 
 __all__ = [
     "CATEGORY_ORDER",
-    "ENTERPRISE_ID_MAX_CHARS",
     "FAVICON",
     "INSPECTOR_CONSTANTS",
     "OVERRIDE_MAX_CHARS",

@@ -30,7 +30,6 @@ from contextadmin.errors import (
 from runs.auth import authenticate
 
 TEMPLATE_MAX_CHARS = 4000
-ENTERPRISE_ID_MAX_CHARS = 200
 OVERRIDE_MAX_CHARS = 500
 STREAM_WINDOW = 1000  # the run page streams at most this many past events; time travel reaches all
 # provenance categories as the inspector groups them: the run's base values, the four declared

@@ -14,9 +14,11 @@ from contextadmin_sdk.engine import (
     handoffs_readiness,
 )
 from contextadmin_sdk.engine.format import (
+    ENTERPRISE_ID_MAX_CHARS,
     ENVIRONMENTS,
     ConfigError,
     ContextVariablesFile,
+    enterprise_id_problem,
 )
 from contextadmin_sdk.engine.loader import BASE_FLAGS, NO_MONGO_REASON
 from contextadmin_sdk.engine.mongo import database_source
@@ -34,7 +36,6 @@ from contextadmin.selectors import workflow_config, workflow_get
 from runs.mongo import mongo_client_get
 from runs.views.common import (
     CATEGORY_ORDER,
-    ENTERPRISE_ID_MAX_CHARS,
     OVERRIDE_MAX_CHARS,
     staff_json,
 )
@@ -183,8 +184,9 @@ def workflow_fetch(request: HttpRequest, name: str) -> dict[str, Any]:
     if not variable_name:
         raise BadRequest("variable: required (a database variable's name)")
     enterprise_id = request.GET.get("enterprise_id", "").strip() or "acme"
-    if len(enterprise_id) > ENTERPRISE_ID_MAX_CHARS:
-        raise BadRequest(f"enterprise_id: at most {ENTERPRISE_ID_MAX_CHARS} characters")
+    problem = enterprise_id_problem(enterprise_id)
+    if problem is not None:
+        raise BadRequest(f"enterprise_id: {problem}")
     try:
         config = workflow_config(workflow=workflow)
     except ConfigError as exc:

@@ -250,6 +250,10 @@ def test_import_run_refuses_bad_files_naming_the_line(tmp_path, db):
             json.dumps({"run": {**header["run"], "last_event_at": 5}}) + "\n",
             "line 1: run.last_event_at: expected a date and time",
         ),
+        (  # the run start's rule: a newline would forge the server's log lines
+            json.dumps({"run": {**header["run"], "enterprise_id": "acme\nERROR forged"}}) + "\n",
+            "line 1: run.enterprise_id: letters, digits, spaces and punctuation only",
+        ),
     ]
     for text, message in cases:
         bad.write_text(text)

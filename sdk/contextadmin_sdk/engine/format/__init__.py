@@ -89,6 +89,7 @@ from .limits import (
     STATE_PATH_MAX_CHARS,
     STATE_PATH_MAX_KEYS,
     UNRESOLVED_REASON_MAX_CHARS,
+    enterprise_id_problem,
     run_id_valid,
 )
 from .models import (
@@ -220,6 +221,7 @@ __all__ = [
     "config_export_dict",
     "config_problems",
     "credential_value_reason",
+    "enterprise_id_problem",
     "env_var_problem",
     "export_digest",
     "export_with_version",

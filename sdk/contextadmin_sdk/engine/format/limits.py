@@ -34,6 +34,22 @@ def run_id_valid(value: object) -> bool:
     """Whether ``value`` is a run id a run could have (``RUN_ID_RULE``)."""
     return isinstance(value, str) and RUN_ID_PATTERN.fullmatch(value) is not None
 
+
+def enterprise_id_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as a run's enterprise id (None: nothing): the one rule of
+    the run start, a run's import and the preview. Any script; no control or formatting
+    character (a newline would forge log lines, a bidi override reorder what pages show)."""
+    if not isinstance(value, str) or not value.strip():
+        return "required (a non-empty string)"
+    if len(value) > ENTERPRISE_ID_MAX_CHARS:
+        return f"at most {ENTERPRISE_ID_MAX_CHARS} characters"
+    if not value.isprintable():
+        return (
+            "letters, digits, spaces and punctuation only (no control or formatting "
+            "characters: newlines, tabs, bidi overrides)"
+        )
+    return None
+
 CATEGORIES: tuple[str, ...] = ("declarative", "database", "environment", "derived")
 CATEGORY_KEYS: dict[str, str] = {c: f"{c}_variables" for c in CATEGORIES}
 RESERVED_NAMES = frozenset({"enterprise_id", "workflow_name"})  # the minimal base context
