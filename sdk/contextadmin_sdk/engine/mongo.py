@@ -74,7 +74,8 @@ def json_safe(value: Any) -> Any:
     """Convert BSON values (ObjectId, datetime, Decimal128, bytes...) to plain JSON data.
 
     Raises ``ValueError`` for a value nested deeper than ``JSON_MAX_DEPTH`` (checked first,
-    without recursion), which no run may hold.
+    without recursion), or holding a NUL character in a string or a key (BSON allows it;
+    PostgreSQL, which may store the run, does not), which no run may hold.
     """
     if json_nesting_exceeds(value, JSON_MAX_DEPTH):
         raise ValueError(f"nested more than {JSON_MAX_DEPTH} levels")
@@ -82,12 +83,14 @@ def json_safe(value: Any) -> Any:
 
 
 def _json_safe(value: Any) -> Any:
-    if value is None or isinstance(value, str | bool | int):
+    if isinstance(value, str):
+        return _text(value)
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, Mapping):
-        return {str(key): _json_safe(item) for key, item in value.items()}
+        return {_text(str(key)): _json_safe(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_json_safe(item) for item in value]
     if isinstance(value, dt.datetime | dt.date):
@@ -97,6 +100,12 @@ def _json_safe(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return str(value)
     return str(value)  # ObjectId, Decimal128, Timestamp, Regex...
+
+
+def _text(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("holds a NUL character, which a run's context cannot hold")
+    return text
 
 
 def _short(exc: BaseException) -> str:
@@ -163,7 +172,11 @@ def fetch_database_variables(
                 reason = f"the value of {field} is nested more than {JSON_MAX_DEPTH} levels"
                 lookups[variable.name] = Lookup("unresolved", None, source, reason)
             elif found:
-                lookups[variable.name] = Lookup("resolved", json_safe(value), source)
+                try:
+                    lookups[variable.name] = Lookup("resolved", json_safe(value), source)
+                except ValueError as exc:  # a NUL: no run's context may hold it
+                    reason = f"the value of {field} {exc}"
+                    lookups[variable.name] = Lookup("unresolved", None, source, reason)
             else:
                 reason = (
                     f"no field {field} in the {where} document with {search_by}={enterprise_id!r}"

@@ -144,6 +144,25 @@ def test_missing_fields_are_unresolved_with_the_reason(
 
 
 @pytest.mark.mongo
+def test_a_value_holding_a_nul_is_unresolved_with_the_reason(mongo: MongoServer) -> None:
+    """BSON strings may hold NUL; no database the server stores a run in can (PostgreSQL
+    refused every run start of that enterprise with a 500)."""
+    mongo.seed({"nul_tests": {"Notes": [
+        {"enterprise_id": "acme", "note": "a\x00b", "nested": {"k": ["x\x00"]}, "fine": "ok"},
+    ]}})
+    config = config_with(database_name="nul_tests", database_variables=[
+        db_var("note", "Notes", "note"), db_var("nested", "Notes", "nested"),
+        db_var("fine", "Notes", "fine"),
+    ])
+    ctx = build(config, mongo.client)
+    assert ctx.values["fine"] == "ok"
+    for name in ("note", "nested"):
+        assert name not in ctx.values
+        assert ctx.provenance[name]["status"] == "unresolved"
+        assert "NUL character" in ctx.provenance[name]["reason"], ctx.provenance[name]
+
+
+@pytest.mark.mongo
 def test_per_variable_database_and_search_by(mongo: MongoServer) -> None:
     config = config_with(
         database_name="engine_tests",
