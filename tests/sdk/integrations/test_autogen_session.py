@@ -298,7 +298,10 @@ def test_attaching_again_replaces_the_previous_sessions_rules() -> None:
 
 
 # -- other ways to run the chat -----------------------------------------------------------------
-def test_run_group_chat_iter_through_session_iterate() -> None:
+@pytest.mark.parametrize("run", [run_group_chat_iter, run_group_chat])
+def test_run_group_chat_and_its_iter_through_session_iterate_are_observed_once(run: Any) -> None:
+    """Both run the chat on AG2's own thread, where the session observes it; session.iterate
+    passes their events on (code written against earlier versions), counting none twice."""
     pattern = two_stage_pattern(interview=["Q?", "NEXT"], answers=["A."])
     session = attach(
         pattern,
@@ -308,26 +311,9 @@ def test_run_group_chat_iter_through_session_iterate() -> None:
         environ={},
     )
     with session:
-        for _ in session.iterate(run_group_chat_iter(pattern, messages="Start.", max_rounds=10)):
+        for _ in session.iterate(run(pattern, messages="Start.", max_rounds=10)):
             pass
     assert [e["type"] for e in session.events][-3:] == ["handoff", "agent_text", "run_status"]
-    assert session.events[-2]["agent"] == "Planner"
-
-
-def test_run_group_chat_through_session_iterate_is_observed_once() -> None:
-    """run_group_chat is observed on AG2's own thread; session.iterate passes its events on."""
-    pattern = two_stage_pattern(interview=["Q?", "NEXT"], answers=["A."])
-    session = attach(
-        pattern,
-        config(INTERVIEW_DONE, handoffs=[TO_PLANNER]),
-        workflow_name="W",
-        enterprise_id="e",
-        environ={},
-    )
-    with session:
-        response = run_group_chat(pattern, messages="Start.", max_rounds=10)
-        for _ in session.iterate(response):
-            pass
     said = [e["agent"] for e in session.events if e["type"] == "agent_text"]
     assert said == ["user", "InterviewAgent", "user", "InterviewAgent", "Planner"]
     assert [e["seq"] for e in session.events] == list(range(1, len(session.events) + 1))
