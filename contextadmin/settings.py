@@ -5,9 +5,11 @@ and DEBUG on. Production sets DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DATABASE_URL an
 """
 
 import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import environ
 from contextadmin_sdk.engine.format import SERVER_ENV_VARS
@@ -36,7 +38,61 @@ class ServerEnv(environ.Env):
         parse_default: bool = False,
     ) -> Any:
         _server_setting_check(names=[var])
-        return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+        raw = self.ENVIRON.get(var)
+        try:
+            value = super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+        except ImproperlyConfigured:  # not set, and no default
+            raise SettingError(var, "required, not set") from None
+        except ValueError:  # a number that is not one
+            raise SettingError(var, f"{raw!r} is not {_CAST_WORDS.get(cast, 'valid')}") from None
+        if raw is not None and cast is float:  # django-environ drops letters: "10ms" is 10.0
+            try:
+                float(raw)
+            except ValueError:
+                raise SettingError(var, f"{raw!r} is not a number") from None
+        if cast is bool and raw is not None and not _is_bool_word(raw):
+            raise SettingError(var, f"{raw!r} is not on/off (1/0, true/false, yes/no)")
+        return value
+
+    def db_url(self, var: str = "DATABASE_URL", default: Any = environ.Env.NOTSET,
+               engine: Any = None) -> dict[str, Any]:
+        """The database settings of a URL; one not of PostgreSQL or SQLite stops start-up (its
+        text is not repeated: it may hold a password)."""
+        try:
+            with warnings.catch_warnings():  # django-environ's warning repeats the password
+                warnings.simplefilter("ignore")
+                config: dict[str, Any] = super().db_url(var, default=default, engine=engine)
+        except (ValueError, KeyError):
+            config = {}
+        if config.get("ENGINE") not in _DATABASE_ENGINES:
+            raise SettingError(var, "not a database URL of ours: postgres://USER:PASSWORD@HOST:"
+                                    "5432/NAME or sqlite:////PATH/db.sqlite3")
+        return config
+
+
+class SettingError(SystemExit):
+    """A setting the server cannot start with: Daphne, the worker and every ``manage.py``
+    command stop at start with one line on stderr naming the setting (no traceback), exit 1."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"contextadmin: {name}: {problem} (docs/deploy.md, Settings)")
+
+
+_CAST_WORDS = {int: "a whole number", float: "a number"}
+_DATABASE_ENGINES = ("django.db.backends.postgresql", "django.db.backends.sqlite3")
+
+
+def _is_bool_word(text: str) -> bool:
+    word = text.strip().lower()
+    return word in (*environ.Env.BOOLEAN_TRUE_STRINGS, "false", "off", "no", "n", "0", "") or (
+        word.lstrip("-").isdigit()
+    )
+
+
+def _url_scheme_check(name: str, url: str, schemes: tuple[str, ...]) -> None:
+    """Refuse a URL setting with another scheme; its text is not repeated (a password)."""
+    if url and urlsplit(url).scheme not in schemes:
+        raise SettingError(name, f"not a URL of {' / '.join(s + '://' for s in schemes)}")
 
 
 def _server_setting_check(*, names: Iterable[str]) -> None:
@@ -152,6 +208,7 @@ else:  # DATABASE_POOL=0: Django's persistent connections, one per thread
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
+_url_scheme_check("REDIS_URL", REDIS_URL, ("redis", "rediss", "unix"))
 # Messages a channel may hold before the layer drops more: bounds a stalled inspector's memory
 # (the in-memory and the "lists" layer). A dropped message costs nothing lasting: inspectors
 # refill gaps from the log by seq.
@@ -162,8 +219,8 @@ CHANNEL_LAYER_CAPACITY = env.int("CHANNEL_LAYER_CAPACITY", default=200)
 # member channel, bounded by CHANNEL_LAYER_CAPACITY).
 REDIS_CHANNEL_LAYER = env.str("REDIS_CHANNEL_LAYER", default="pubsub")
 if REDIS_CHANNEL_LAYER not in ("pubsub", "lists"):
-    raise ImproperlyConfigured(
-        f"REDIS_CHANNEL_LAYER: {REDIS_CHANNEL_LAYER!r}, expected 'pubsub' or 'lists'"
+    raise SettingError(
+        "REDIS_CHANNEL_LAYER", f"{REDIS_CHANNEL_LAYER!r}, expected 'pubsub' or 'lists'"
     )
 # redis-py >= 6 reads with a 5 s socket timeout by default, the same 5 s a consumer blocks in
 # BZPOPMIN ("lists"): an idle socket's consumer then dies with "Timeout reading". A longer
@@ -261,14 +318,15 @@ ENVIRONMENT = env.str("ENVIRONMENT", default="development")
 CONTEXT_INCLUDE_SCHEMA = env.str("CONTEXT_INCLUDE_SCHEMA", default="")
 CONTEXT_VERBOSE_DEBUG = env.bool("CONTEXT_VERBOSE_DEBUG", default=False)
 MONGODB_URI = env.str("MONGODB_URI", default="")
+_url_scheme_check("MONGODB_URI", MONGODB_URI, ("mongodb", "mongodb+srv"))
 MONGODB_TIMEOUT_MS = env.int("MONGODB_TIMEOUT_MS", default=2000)
 
 # Publish with review (docs/versions.md): "off" publishes every save at once; "on" keeps a save
 # a draft until a different staff user approves it.
 CONTEXTADMIN_REVIEW = env.str("CONTEXTADMIN_REVIEW", default="off").strip().lower()
 if CONTEXTADMIN_REVIEW not in ("off", "on"):
-    raise ImproperlyConfigured(
-        f"CONTEXTADMIN_REVIEW: {CONTEXTADMIN_REVIEW!r}, expected 'off' or 'on'"
+    raise SettingError(
+        "CONTEXTADMIN_REVIEW", f"{CONTEXTADMIN_REVIEW!r}, expected 'off' or 'on'"
     )
 
 SESSION_COOKIE_HTTPONLY = True

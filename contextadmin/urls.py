@@ -4,6 +4,7 @@ from django.urls import include, path
 from contextadmin import views
 
 urlpatterns = [
+    path("healthz", views.health, name="health"),  # docs/deploy.md, Health checks
     path("admin/", admin.site.urls),
     path("nested_admin/", include("nested_admin.urls")),
     path(

@@ -4,6 +4,7 @@ batches of constant query count; running runs are never touched."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 
 import pytest
 from django.core.management import call_command
@@ -80,11 +81,33 @@ def test_prune_runs_command_dry_run_progress_and_default(settings, capsys):
     settings.RUNS_RETENTION_DAYS = 20
     call_command("prune_runs")  # the setting's 20 days: nothing that old
     assert "nothing to delete" in capsys.readouterr().out
-    call_command("prune_runs", "--older-than", "240h", "--batch-size", "7")
-    out = capsys.readouterr().out
+    terminal = Terminal()
+    call_command("prune_runs", "--older-than", "240h", "--batch-size", "7", stdout=terminal)
+    out = terminal.getvalue()
     assert "[" + "#" * 30 + "] 30/30 runs, 90 events" in out
     assert "deleted 30 runs, 90 events, 30 flips and 30 snapshots in 5 batch(es)" in out
     assert Run.objects.count() == 5
+
+
+def test_prune_runs_from_a_timer_writes_no_progress_bar(capsys):
+    """Run by a systemd timer or cron (stdout not a terminal), the journal or the mail gets
+    two plain lines, not one line of carriage-return redrawn bars per batch."""
+    runs_of(30, prefix="old", status="completed", ended_days_ago=12, events=3)
+    call_command("prune_runs", "--older-than", "10d", "--batch-size", "7")
+    out = capsys.readouterr().out
+    assert "\r" not in out and "#" not in out, out
+    assert out.splitlines() == [
+        out.splitlines()[0],
+        "deleted 30 runs, 90 events, 30 flips and 30 snapshots in 5 batch(es)",
+    ]
+    assert out.startswith("deleting 30 ended run(s)")
+
+
+class Terminal(io.StringIO):
+    """An operator's terminal: the command draws its progress bar."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 @pytest.mark.parametrize(("args", "message"), [

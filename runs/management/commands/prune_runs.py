@@ -60,6 +60,8 @@ class Command(BaseCommand):
         self.stdout.write(f"deleting {what}")
 
         def progress(total: Pruned) -> None:
+            if not self.stdout.isatty():  # a timer's journal or cron's mail: the last line only
+                return
             done = min(total.runs, plan.runs)
             filled = BAR_WIDTH * done // plan.runs
             self.stdout.write(
@@ -70,7 +72,8 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         total = runs_prune(cutoff=cutoff, batch_size=batch_size, pause_s=pause, on_batch=progress)
-        self.stdout.write("")
+        if self.stdout.isatty():
+            self.stdout.write("")  # ends the progress bar's line
         self.stdout.write(
             f"deleted {total.runs} runs, {total.events} events, {total.flips} flips and "
             f"{total.snapshots} snapshots in {total.batches} batch(es)"
