@@ -100,9 +100,15 @@ async def broadcasts_send(sends: list[Send]) -> None:
             # asyncio.timeout, not wait_for: wait_for runs the send as a task of its own.
             async with asyncio.timeout(BROADCAST_TIMEOUT_S):
                 await layer.group_send(group, message)
-    except Exception:  # the log is the truth: inspectors resync from it by seq
+    except Exception as exc:  # the log is the truth: inspectors resync from it by seq
         breaker.trip()
-        logger.exception("broadcast to %s failed; inspectors will resync from the log", group)
+        # One line each (at most one per pause): a Redis outage is not a bug with a traceback;
+        # DEBUG logging keeps the traceback for a layer that fails for another reason.
+        reason = (str(exc).strip().splitlines() or [""])[0] or type(exc).__name__
+        logger.error(
+            "broadcast to %s failed (%s); inspectors will resync from the log", group, reason,
+            exc_info=logger.isEnabledFor(logging.DEBUG),
+        )
 
 
 def _sends_dispatch(sends: list[Send]) -> None:
