@@ -102,6 +102,11 @@ def api_token_is_live(*, token: ApiToken) -> bool:
     return ApiToken.objects.filter(pk=token.pk, revoked=False).exists()
 
 
+def api_token_get(*, name: str) -> ApiToken | None:
+    """The token named ``name`` (revoked or not), or None."""
+    return ApiToken.objects.filter(name=name.strip()).first()
+
+
 def api_token_revoke(*, token: ApiToken) -> None:
     """Revoke a token: it stops working at once in this process, within TOKEN_CACHE_S in others."""
     ApiToken.objects.filter(pk=token.pk).update(revoked=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -148,3 +149,22 @@ def test_impact_context_refuses_bounds_that_bound_nothing(
     where a gate reads 1 as "error" anyway); nan or inf seconds passed as a budget."""
     with pytest.raises(CommandError, match=re.escape(message)):
         call_command("impact_context", "Generator", option, value, stdout=io.StringIO())
+
+
+def test_revoke_api_token_stops_a_leaked_token_from_the_command_line(
+    daphne_server: LiveServer, shipped: tuple[str, str]
+) -> None:
+    """A pipeline rotating a runtime's secret revokes the old token without the admin."""
+    name, secret = shipped
+    url = f"{daphne_server.url}/api/workflows/{name}/context_variables.json"
+    assert http_get(url=url, token=secret)[0] == 200
+    revoked = daphne_server.manage("revoke_api_token", f"deploy-{name}")
+    assert "Revoked token" in revoked.stderr and revoked.stdout == ""
+    deadline = time.monotonic() + 5  # the server trusts a token it read for a second
+    while http_get(url=url, token=secret)[0] != 401:
+        assert time.monotonic() < deadline, "still served after the revoke"
+        time.sleep(0.1)
+    again = daphne_server.manage("revoke_api_token", f"deploy-{name}")  # a re-run: no error
+    assert "revoked already" in again.stderr
+    unknown = manage(daphne_server.env, "revoke_api_token", "no-such-token", check=False)
+    assert unknown.returncode == 1 and "no API token named 'no-such-token'" in unknown.stderr
