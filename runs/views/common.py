@@ -17,6 +17,7 @@ from contextadmin_sdk.engine.format import (
     ENVIRONMENTS,
     OUTPUT_NAMESPACES,
 )
+from contextadmin_sdk.engine.format.limits import EXCHANGES_MAX, PATH_MAX_EDGES
 from contextadmin_sdk.engine.loader import BASE_FLAGS
 from contextadmin_sdk.engine.state import NAMESPACES
 from django.http import HttpRequest, HttpResponse
@@ -45,6 +46,9 @@ INSPECTOR_CONSTANTS = {
     "event_types": EVENT_TYPES,
     "base_flags": BASE_FLAGS,  # name -> environment variable: every run's, declared or not
     "ended_statuses": [status for status in RUN_STATUSES if status in RUN_ENDED_STATUSES],
+    # what the state keeps of the agents (the page follows the live events as the engine does)
+    "path_max_edges": PATH_MAX_EDGES,  # execution.path: the latest hand-offs
+    "exchanges_max": EXCHANGES_MAX,  # execution.exchanges: the first speaker pairs
 }
 
 

@@ -6,7 +6,7 @@
 
 import { el, replace, setText, svg } from "./dom.js";
 import { placeLabels } from "./graph_labels.js";
-import { pathTaken } from "./path_resumes.js";
+import { pathCount, pathTaken } from "./path_resumes.js";
 
 const COLUMN = 190; // the width each node of the widest row gets
 const NODE_W = 160;
@@ -310,10 +310,10 @@ function drawNode(name, place, execution) {
  * Draw the graph.
  * rules: the run's pinned hand-off rules; readiness: the server's per-rule list (or null);
  * execution: state.execution (current_agent, visited_agents, path) as of the shown seq;
- * resumes: the server's `resumes` as of it (marked on the path under the graph);
+ * resumes: the server's `resumes` as of it (marked on the path); pathMax: the engine's PATH_MAX_EDGES;
  * onJump(seq): show an event in the stream (a taken edge links to the event that took it).
  */
-export function renderGraph(container, { rules, readiness, execution, resumes, onJump }) {
+export function renderGraph(container, { rules, readiness, execution, resumes, pathMax, onJump }) {
   const state = execution || {};
   const agents = agentsOf(rules, state);
   if (!agents.length) {
@@ -355,7 +355,7 @@ export function renderGraph(container, { rules, readiness, execution, resumes, o
   const path = state.path || [];
   const summary = [
     state.current_agent ? ["Current agent: ", el("strong", { class: "graph-current" }, state.current_agent)] : "No current agent yet",
-    ` · ${path.length} hand-off${path.length === 1 ? "" : "s"} taken`,
+    ` · ${pathCount(path, pathMax)}`,
     pathTaken(path, resumes, SUMMARY_EDGES),
   ];
   const natural = right - left;

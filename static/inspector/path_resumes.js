@@ -20,6 +20,15 @@ export function resumeMarker(resume) {
     `⟲ resumed here at #${resume.seq}${at}`);
 }
 
+/** "N hand-offs taken"; once the state keeps only the latest `max` (the engine's
+ * PATH_MAX_EDGES), it says so: how many were taken in all, the state no longer knows. */
+export function pathCount(path, max) {
+  if (max && path.length >= max) {
+    return `the latest ${max.toLocaleString("en-US")} hand-offs kept (earlier ones are not kept in the run's state)`;
+  }
+  return `${path.length} hand-off${path.length === 1 ? "" : "s"} taken`;
+}
+
 /**
  * The path's text after "N hand-offs taken": its last `limit` hand-offs and, in seq order among
  * them, each resume after the last hand-off left out ("" when there is neither).

@@ -10,7 +10,8 @@ import { runPanels } from "./run_render.js";
 import { RunView, timeTravel } from "./run_travel.js";
 import { warningsNotice } from "./run_warnings.js";
 import { LiveSocket } from "./socket.js";
-import { EventStream } from "./stream.js";
+import { passedOver } from "./passed_over.js";
+import { EventStream, senderOf } from "./stream.js";
 import { templatePreview } from "./template_preview.js";
 import { readState, writeState } from "./urlstate.js";
 
@@ -138,7 +139,10 @@ const socket = new LiveSocket(root.dataset.wsPath, {
     if (message.type === "snapshot") {
       applySnapshot(model, message, outputNamespaces);
     } else if (message.type === "event") {
+      const before = { readiness: model.readiness, current: model.execution.current_agent,
+        resumed: model.resumes.some((resume) => resume.seq === message.seq - 1) };
       applyEvent(model, message, ENDED);
+      message.passed = passedOver(message, before, senderOf(message)); // the rules that held, not taken here
       stream.add(message);
     } else {
       if (message.type === "error") $("conn").title = message.error;

@@ -27,6 +27,8 @@ export function runModel(page) {
     warnings: 0, // execution.warnings: changes the run refused (warning events), for the header
     readiness: null, // the server's hand-off readiness (null: not sent, rules shown without status)
     run: { ...page.run }, // the lifecycle: started_at, ended_at, last_event_at, ended_by
+    // what the engine's state keeps of the agents: the latest hand-offs, the first speaker pairs
+    limits: { path: page.constants.path_max_edges, exchanges: page.constants.exchanges_max },
   };
 }
 
@@ -96,21 +98,23 @@ export function applyEvent(model, message, ended) {
     model.spacesRevision += 1;
   }
   model.readiness = message.handoffs ?? null;
-  followAgents(model.execution, message);
+  followAgents(model.execution, message, model.limits);
 }
 
 /** Count a turn of `target` speaking after `source`, as the server's state does
  * (contextadmin_sdk.engine.state: execution.exchanges; the graph connects speakers with no hand-off between). */
-function exchange(execution, source, target) {
+function exchange(execution, source, target, max) {
   if (!source || source === target) return;
   execution.exchanges = execution.exchanges || [];
   const known = execution.exchanges.find((pair) => pair.source === source && pair.target === target);
   if (known) known.turns += 1;
-  else execution.exchanges.push({ source, target, turns: 1 });
+  else if (!(execution.exchanges.length >= max)) execution.exchanges.push({ source, target, turns: 1 });
 }
 
-/** Follow the agents between snapshots: who spoke last, and each hand-off edge as it is taken. */
-function followAgents(execution, message) {
+/** Follow the agents between snapshots: who spoke last, and each hand-off edge as it is taken,
+ * kept as the engine keeps them (`limits`: the latest `path` hand-offs, the first `exchanges`
+ * speaker pairs), so a page that watched the run reads as the server's state does. */
+function followAgents(execution, message, limits = {}) {
   const { event, seq } = message;
   const visit = (agent) => {
     execution.current_agent = agent;
@@ -119,12 +123,13 @@ function followAgents(execution, message) {
   };
   const agent = senderOf(message);
   if (event.type === "agent_text" && agent) {
-    exchange(execution, execution.current_agent, agent);
+    exchange(execution, execution.current_agent, agent, limits.exchanges);
     visit(agent);
   }
   if (event.type === "handoff" && typeof event.target === "string") {
     execution.path = [...(execution.path || []),
       { source: agent, target: event.target, rule: Number.isInteger(event.rule) ? event.rule : null, seq }];
+    if (execution.path.length > limits.path) execution.path = execution.path.slice(-limits.path);
     visit(event.target);
   }
 }

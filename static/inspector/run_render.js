@@ -115,12 +115,14 @@ export function runPanels({ page, model, view, jump, conn, afterRender }) {
     }
     const execution = current.execution || {};
     const graphKey = JSON.stringify([view.live ? null : view.seq, execution.current_agent,
-      execution.visited_agents?.length, execution.path?.length, current.readiness?.map((row) => row.status),
+      // the path's last seq, not its length: the state keeps the latest hand-offs only
+      execution.visited_agents?.length, execution.path?.at(-1)?.seq, current.readiness?.map((row) => row.status),
       execution.exchanges?.reduce((turns, pair) => turns + pair.turns, 0), current.resumes?.length]);
     if (graphKey !== drawn.graph) { // most events change neither the agents nor a rule's status
       drawn.graph = graphKey;
       renderGraph($("graph"), {
-        rules: page.handoffs, readiness: current.readiness, execution, resumes: current.resumes || [], onJump: jump,
+        rules: page.handoffs, readiness: current.readiness, execution, resumes: current.resumes || [],
+        pathMax: page.constants.path_max_edges, onJump: jump,
       });
     }
     setText($("graph-at"), view.live ? latest : `after #${view.seq}`);

@@ -1,6 +1,7 @@
 // The event stream: newest at the bottom, filters by agent and type, pause that buffers.
 
 import { clipped, el, replace, show } from "./dom.js";
+import { passedNote } from "./passed_over.js";
 import { rovingList } from "./roving.js";
 
 // The list keeps the newest MAX_ROWS rows (older ones leave the page, and the page says so:
@@ -177,6 +178,7 @@ export class EventStream {
       el("span", { class: "ev-type" }, event.type),
       who ? el("span", { class: "ev-agent" }, who) : null,
       eventBody(event),
+      message.passed?.length ? passedNote(message.passed) : null, // rules that held, not taken here
       flips.length ? el("div", { class: "ev-flips" }, flips) : null);
     row.hidden = !this.visible(row, filter);
     return row;

@@ -75,8 +75,15 @@ def handoff_register(
             getattr(source, _AFTER_WORKS).append(condition)
 
 
-def fired_rule(agent: Any, conditions: Iterable[Any], rule_of: dict[int, int]) -> int | None:
-    """The index of our rule among the conditions AG2 just fired, replaying its first-match."""
+def fired_rule(
+    agent: Any, conditions: Iterable[Any], rule_of: dict[int, int], *, target: str
+) -> int | None:
+    """The index of our rule among the conditions AG2 just fired (handing the floor to
+    ``target``), replaying its first-match; None when another condition decided.
+
+    A condition of the team's own with ``available`` is skipped (AG2 judged it with the
+    messages), so the first of ours that holds may not be the one AG2 fired: one that hands to
+    another agent than ``target`` did not fire (that hand-off was the team's own condition's)."""
     for condition in conditions:
         if condition.available is not None:
             continue  # ours never have one; AG2 judged the user's own with the messages
@@ -87,5 +94,6 @@ def fired_rule(agent: Any, conditions: Iterable[Any], rule_of: dict[int, int]) -
         except Exception:
             holds = False
         if holds:
-            return rule_of.get(id(condition))
+            fired = getattr(condition.target, "agent_name", None) == target
+            return rule_of.get(id(condition)) if fired else None
     return None

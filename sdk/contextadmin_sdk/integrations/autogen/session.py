@@ -333,7 +333,9 @@ class AG2Session(SessionCore):
             return
         event: dict[str, Any] = {"type": "handoff", "agent": source.name, "target": target}
         if where is not None:
-            rule = fired_rule(source, getattr(source.handoffs, where), self._rule_of)
+            rule = fired_rule(
+                source, getattr(source.handoffs, where), self._rule_of, target=target
+            )
             if rule is not None:
                 event["rule"] = rule
         if where == "context_conditions":
