@@ -84,6 +84,8 @@ export function applyEvent(model, message, ended) {
   }
   if (message.event.type === "warning") model.warnings += 1;
   model.resumes = followResumes(model.resumes, message);
+  // as the engine: a new runtime took the run over; its first speaker followed no one here
+  if (message.resumed) model.execution.current_agent = null;
   if (message.event.type === "run_status") {
     const status = message.event.status;
     model.status = status;

@@ -57,3 +57,28 @@ def test_the_path_taken_marks_where_a_new_runtime_resumed_the_run(page, live: Li
     travel(page, 3)
     expect(page.locator("#graph-at")).to_have_text("after #3")
     expect(marker).to_have_count(1)
+
+
+def test_the_first_speaker_after_a_resume_is_no_turn_with_the_last_one_before(
+        page, live: LiveServer):
+    """The agents graph drew "ContextVariablesAgent ↔ user · 1 turn" across a resume, a turn
+    AG2 never routed: the new runtime's first speaker followed no one in its chat."""
+    first = live.reporter("Routed")
+    open_run(page, first.run_id)
+    first.event("agent_text", agent="user", text="hello")  # 1
+    first.event("agent_text", agent="InterviewAgent", text="next")  # 2
+    again = RunReporter(live.url, live.secret, batch_size=1, retries=2)
+    again.resume(first.run_id)
+    again.event("run_status", status="running")  # 3: a new runtime
+    again.event("agent_text", agent="user", text="where were we?")  # 4
+    exchanges = "JSON.stringify(inspector.model.execution.exchanges)"
+    page.wait_for_function("inspector.model.lastSeq === 4")
+    live_pairs = page.evaluate(exchanges)
+    page.reload()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    page.wait_for_function("inspector.model.lastSeq === 4")
+    for shown in (live_pairs, page.evaluate(exchanges)):  # watched live, and replayed
+        assert '"source":"InterviewAgent","target":"user"' not in shown, shown
+        assert '"source":"user","target":"InterviewAgent"' in shown, shown
+    assert [pair["source"] for pair in again.fetch_state(first.run_id)["state"]["execution"][
+        "exchanges"]] == ["user"]

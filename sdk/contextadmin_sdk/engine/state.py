@@ -349,6 +349,8 @@ class RunState:
         elif type_ == "run_status":
             resumed = resume_mark(execution, seq=seq, status=event["status"])  # before the change
             execution["status"] = event["status"]
+            if resumed is not None:  # a new runtime: its first speaker followed no one here
+                execution["current_agent"] = None
         elif type_ == "handoff":
             source, target = event_sender(event), event["target"]
             execution["path"].append(

@@ -36,6 +36,22 @@ def test_running_after_the_first_event_marks_a_resume_and_what_it_resumed_from()
     assert RunState.from_dict(demo_config(), state.to_dict()).execution == state.execution
 
 
+def test_the_first_speaker_after_a_resume_followed_no_one_in_the_chat() -> None:
+    """A new runtime took the run over: its first turn is no exchange with the last speaker of
+    the runtime that stopped (the agents graph drew a turn AG2 never routed)."""
+    state = RunState(demo_config(), BASE)
+    for agent in ("user", "InterviewAgent"):
+        state.apply({"type": "agent_text", "agent": agent, "text": "hi"})
+    state.apply(PAUSED)
+    state.apply(RUNNING)
+    assert state.execution["current_agent"] is None
+    for agent in ("user", "InterviewAgent"):
+        state.apply({"type": "agent_text", "agent": agent, "text": "again"})
+    pairs = {(x["source"], x["target"]): x["turns"] for x in state.execution["exchanges"]}
+    assert pairs == {("user", "InterviewAgent"): 2}  # no InterviewAgent -> user across the resume
+    assert state.execution["current_agent"] == "InterviewAgent"
+
+
 def test_the_latest_resumes_are_kept() -> None:
     state = RunState(demo_config(), BASE)
     state.apply(PAUSED)
