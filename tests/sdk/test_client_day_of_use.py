@@ -124,6 +124,16 @@ def test_a_base_url_with_credentials_is_refused_without_showing_them():
     assert "s3cret" not in str(refused.value)
 
 
+def test_https_to_a_plain_http_server_says_to_give_http(generator_site):
+    """It timed out ("The handshake operation timed out") with no word about the scheme."""
+    site, token = generator_site
+    wrong = site.url.replace("http://", "https://")
+    with pytest.raises(ReportError, match="if the server serves plain HTTP, give base_url as "
+                                          "http://"):
+        RunReporter(wrong, token, retries=0, timeout=2).start(
+            workflow="Generator", enterprise_id="acme")
+
+
 def test_events_the_server_would_refuse_are_refused_alone_and_the_run_goes_on(
     generator_site, caplog
 ):

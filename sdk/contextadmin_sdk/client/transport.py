@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -238,7 +239,24 @@ def request_json(
             )
             time.sleep(pause)
             delay = min(delay * 2, max_backoff)
-    raise ReportError(f"{method} {path}: gave up after {retries + 1} attempts: {last_error}")
+    raise ReportError(
+        f"{method} {path}: gave up after {retries + 1} attempts: {last_error}"
+        f"{scheme_hint(last_error, base_url=base_url)}"
+    )
+
+
+def scheme_hint(error: BaseException | None, *, base_url: str) -> str:
+    """A hint when ``base_url`` says https and the TLS handshake failed or never finished: a
+    plain-http server answers a TLS hello with an HTTP error, or waits for a request line."""
+    if not base_url.startswith("https://") or error is None:
+        return ""
+    reason = getattr(error, "reason", error)  # urllib wraps it in a URLError
+    if isinstance(reason, ssl.SSLError) or "handshake" in str(reason).lower():
+        return (
+            f" (the TLS handshake with {base_url} failed: if the server serves plain HTTP, give "
+            "base_url as http://)"
+        )
+    return ""
 
 
 class HttpConnection:
@@ -251,6 +269,7 @@ class HttpConnection:
             http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         )
         self._netloc = parts.netloc
+        self._scheme = parts.scheme
         self._prefix = parts.path.rstrip("/")
         self._timeout = timeout
         self._connection: http.client.HTTPConnection | None = None
@@ -268,7 +287,8 @@ class HttpConnection:
             payload = response.read()
         except (OSError, http.client.HTTPException) as exc:
             self.close()
-            raise ReportError(f"POST {path}: {exc}") from None
+            hint = scheme_hint(exc, base_url=f"{self._scheme}://{self._netloc}")
+            raise ReportError(f"POST {path}: {exc}{hint}") from None
         if response.status < 300:
             result: dict[str, Any] = json.loads(payload)
             return result
