@@ -39,8 +39,8 @@ def pids_in_group(pgid: int) -> list[int]:
 def readme_command(name: str) -> str:
     """The README's shell block that runs ``manage.py <name>`` (continuation lines joined)."""
     text = (PROJECT / "README.md").read_text(encoding="utf-8")
-    blocks = text.split("```bash\n")[1:]
-    block = next(b.split("```")[0] for b in blocks if f"manage.py {name}" in b)
+    blocks = [b.split("```")[0] for b in text.split("```bash\n")[1:]]
+    block = next(b for b in blocks if f"manage.py {name}" in b)
     return block.replace("\\\n", " ").strip()
 
 
@@ -75,6 +75,10 @@ def start(tmp_path: Path) -> tuple[subprocess.Popen, int, int, dict[str, str]]:
         stdout=open(tmp_path / "run.log", "w"), stderr=subprocess.STDOUT,  # noqa: SIM115
     )
     wait_for_port(port, timeout=120, process=script)
+    deadline = time.monotonic() + 30  # the ready lines follow once Daphne listens
+    while "run: ready: open " not in (tmp_path / "run.log").read_text():
+        assert time.monotonic() < deadline and script.poll() is None, "no ready line"
+        time.sleep(0.05)
     return script, port, mongo_port, env
 
 

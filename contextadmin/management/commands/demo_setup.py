@@ -5,6 +5,7 @@ import os
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from contextadmin.demo import MONGO_DOCUMENTS_PATH, demo_workflows_complete
@@ -38,8 +39,11 @@ class Command(BaseCommand):
             )
         elif user.created:
             self.stdout.write(f"demo_setup: created superuser {user.username}")
-        else:
-            self.stdout.write(f"demo_setup: {user.note}")
+        else:  # who to log in as (scripts/run repeats it, with how to reset a lost login)
+            login = user.username or first_superuser()
+            self.stdout.write(
+                f"demo_setup: {user.note}" + (f" (log in as {login})" if login else "")
+            )
 
         if not settings.MONGODB_URI:
             self.stdout.write("demo_setup: MONGODB_URI unset; MongoDB not seeded")
@@ -55,3 +59,9 @@ class Command(BaseCommand):
             self.stdout.write(f"demo_setup: seeded MongoDB {label}")
         for label in seeded.skipped:
             self.stdout.write(f"demo_setup: MongoDB {label} not empty; left as is")
+
+
+def first_superuser() -> str:
+    """The username of the oldest superuser ("" when there is none)."""
+    users = get_user_model().objects.filter(is_superuser=True, is_active=True).order_by("pk")
+    return str(users.values_list("username", flat=True).first() or "")

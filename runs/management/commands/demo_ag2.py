@@ -36,6 +36,13 @@ def event_line(*, event: dict[str, Any]) -> str:
 def definitions_unreachable(*, exc: DefinitionsError, url: str) -> str:
     """The SDK's message suggests passing an exported file, which this command cannot take (it
     streams into a server): name the fix that works here, reaching the server."""
+    if exc.status == 400 and ": 400 Bad Request;" in str(exc):  # Django's bare page, no cause
+        return (
+            f"{url} answered 400 Bad Request without saying why: Django's answer to a host name "
+            "it does not serve. Give --url an address among the server's DJANGO_ALLOWED_HOSTS "
+            "(scripts/run's line `run: ready: open URL` names one; HOST=0.0.0.0 scripts/run "
+            "adds this machine's names and addresses)"
+        )
     if exc.status is not None:  # the server answered: its refusal names the cause and fix
         return str(exc)
     cause = str(exc).split(" and none are cached", 1)[0]

@@ -70,13 +70,12 @@ class Command(BaseCommand):
                 run_id=options["run_id"],
                 environment=options["environment"],
             )
-            self.stdout.write(f"run {run_id}: {options['url'].rstrip('/')}/runs/{run_id}/")
+            link = f"{options['url'].rstrip('/')}/runs/{run_id}/"
+            self.stdout.write(f"run {run_id}: {link}")
             for event in events:
                 seq = reporter.event(**event)
                 reporter.flush()
-                self.stdout.write(
-                    f"  #{seq} {event['type']} {event.get('agent') or event.get('tool') or ''}"
-                )
+                self.stdout.write(event_line(seq=seq, event=event))
                 if options["delay"]:
                     time.sleep(options["delay"])
             reporter.close()
@@ -84,7 +83,12 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         for flip in reporter.flips:
             self.stdout.write(f"flipped {flip['name']} -> {flip['value']} at #{flip['seq']}")
-        self.stdout.write(f"done: {len(events)} events, last seq {reporter.last_acked_seq}")
+        last = events[-1] if events else {}
+        ended = last.get("status") if last.get("type") == "run_status" else None
+        self.stdout.write(
+            f"done: {len(events)} events, last seq {reporter.last_acked_seq}, "
+            + (f"run_status {ended}: {link}" if ended else f"the run goes on: {link}")
+        )
 
     def _read_events(self, path: Path) -> list[dict]:
         try:
@@ -124,6 +128,13 @@ class Command(BaseCommand):
         DEMO_TOKEN_FILE.touch(mode=0o600)
         DEMO_TOKEN_FILE.write_text(secret + "\n")
         return secret
+
+
+def event_line(*, seq: int, event: dict) -> str:
+    """One replayed event as demo_ag2 lists it: who acted, a hand-off's target, a status."""
+    who = event.get("agent") or event.get("tool") or event.get("name") or event.get("status")
+    target = f" -> {event['target']}" if event["type"] == "handoff" and "target" in event else ""
+    return f"  #{seq} {event['type']} {who or ''}{target}"
 
 
 def demo_events_path(*, workflow: str) -> Path:
