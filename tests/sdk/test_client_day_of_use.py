@@ -5,6 +5,7 @@ block, the ``deliver`` command given what is not a spool. Each test asserts what
 
 from __future__ import annotations
 
+import http.server
 import logging
 import subprocess
 import sys
@@ -132,6 +133,33 @@ def test_https_to_a_plain_http_server_says_to_give_http(generator_site):
                                           "http://"):
         RunReporter(wrong, token, retries=0, timeout=2).start(
             workflow="Generator", enterprise_id="acme")
+
+
+class BareBadRequest(http.server.BaseHTTPRequestHandler):
+    """What Django answers a Host it does not serve: a bare 400 page, no JSON error."""
+
+    def do_POST(self) -> None:
+        self.send_response(400)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<h1>Bad Request (400)</h1>")
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+def test_a_bare_400_before_the_api_names_the_allowed_hosts_not_the_server():
+    """It said "fix what the server names", and the server had named nothing."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BareBadRequest)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(ReportError) as refused:
+            RunReporter(url, "ca_00000000_x", retries=0).start(workflow="W", enterprise_id="e")
+    finally:
+        server.shutdown()
+    assert "fix what the server names" not in str(refused.value)
+    assert "DJANGO_ALLOWED_HOSTS" in str(refused.value)
 
 
 def test_events_the_server_would_refuse_are_refused_alone_and_the_run_goes_on(

@@ -36,6 +36,12 @@ def refusal_fix(
             "the API's JSON error): give the server's root URL, http://HOST[:PORT], with no "
             "path after it unless a proxy serves contextadmin under one"
         )
+    if status == 400 and base_url_wrong is not None:  # Django's own page, not the API's JSON
+        return (
+            f"fix: the server at {base_url_wrong} refused the request before contextadmin's API "
+            "saw it (Django answers a host name it does not serve with a bare 400): use an "
+            "address it serves, or add this one to its DJANGO_ALLOWED_HOSTS"
+        )
     if status == 401:
         return "fix: give the runtime a valid API token (manage.py create_api_token NAME)"
     if status == 403:

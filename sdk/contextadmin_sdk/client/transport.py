@@ -220,8 +220,9 @@ def request_json(
             payload = error_body(exc)
             if exc.code not in RETRYABLE_STATUSES:
                 message = payload["error"] if from_api(payload) else None
-                if exc.code == 404 and message is None:  # not the API's: a wrong base_url
-                    message = f"{exc.reason}; {refusal_fix(404, base_url_wrong=base_url)}"
+                if exc.code in (400, 404) and message is None:  # not the API's: a wrong
+                    # base_url (404), or a host name the server does not serve (Django's 400)
+                    message = f"{exc.reason}; {refusal_fix(exc.code, base_url_wrong=base_url)}"
                 raise ReportError(
                     f"{method} {path}: {exc.code} {message or exc.reason}",
                     status=exc.code,
