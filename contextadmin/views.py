@@ -9,11 +9,12 @@ from collections.abc import Callable
 import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from contextadmin import selectors
+from contextadmin.errors import json_response
 
 logger = logging.getLogger(__name__)
 HEALTH_REDIS_TIMEOUT_S = 1.0
@@ -28,14 +29,14 @@ def context_variables_schema(request: HttpRequest) -> HttpResponse:
 
 @never_cache
 @require_safe
-def health(request: HttpRequest) -> JsonResponse:
+def health(request: HttpRequest) -> HttpResponse:
     """``GET /healthz`` (docs/deploy.md, Health checks): ``200`` while this process serves and
     reaches the database, ``"degraded"`` when only Redis is down (ingest still commits, live
     pushes stop); ``503`` when the database is unreachable. The reasons go to the log only."""
     database = _reachable("database", _database_ping)
     redis_state = _reachable("redis", _redis_ping) if settings.REDIS_URL else "not configured"
     status = "down" if database != "ok" else "degraded" if redis_state == "unreachable" else "ok"
-    return JsonResponse(
+    return json_response(
         {"status": status, "database": database, "redis": redis_state},
         status=503 if status == "down" else 200,
     )
