@@ -9,7 +9,7 @@ import secrets
 import threading
 import time
 
-from contextadmin_sdk.engine.format import API_TOKEN_PATTERN
+from contextadmin_sdk.engine.format import API_TOKEN_PATTERN, text_problem
 from django.db import transaction
 from django.utils import timezone
 
@@ -103,7 +103,10 @@ def api_token_is_live(*, token: ApiToken) -> bool:
 
 
 def api_token_get(*, name: str) -> ApiToken | None:
-    """The token named ``name`` (revoked or not), or None."""
+    """The token named ``name`` (revoked or not), or None (also for a name no database can
+    hold: a command-line argument of non-UTF-8 bytes, as ``workflow_get``)."""
+    if text_problem(name):
+        return None
     return ApiToken.objects.filter(name=name.strip()).first()
 
 

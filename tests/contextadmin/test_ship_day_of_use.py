@@ -87,6 +87,7 @@ def test_create_api_token_with_an_empty_workflow_is_refused_not_unscoped(
         (("export_context", NOT_UTF8), "no workflow named 'G\\udcff'"),
         (("impact_context", NOT_UTF8), "no workflow named 'G\\udcff'"),
         (("create_api_token", "t", "--workflow", NOT_UTF8), "--workflow: no workflow named"),
+        (("revoke_api_token", NOT_UTF8), "no API token named 'G\\udcff'"),
         (("import_context", str(EXAMPLE_PATH), "--workflow", NOT_UTF8), "workflow name"),
         (
             ("import_context", str(EXAMPLE_PATH), "--workflow", "Generator", "--replace",
@@ -94,7 +95,7 @@ def test_create_api_token_with_an_empty_workflow_is_refused_not_unscoped(
             "comment: contains a lone surrogate",
         ),
     ],
-    ids=["export", "impact", "token", "import-name", "import-comment"],
+    ids=["export", "impact", "token", "revoke", "import-name", "import-comment"],
 )
 def test_non_utf8_arguments_are_a_command_error_not_a_traceback(
     generator: Workflow, args: tuple[str, ...], message: str
