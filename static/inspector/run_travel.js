@@ -34,6 +34,7 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
   // renders of a streaming run leave the slider where the reader put it (they moved it back to
   // the live end, so each key press started again from there).
   let moving = false;
+  let moves = 0; // the reader's slider inputs: an answer asked before the latest is stale
 
   function goLive() {
     token += 1;
@@ -66,11 +67,14 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
       return;
     }
     const mine = ++token;
+    const asked = moves;
     $("travel-live").setAttribute("aria-pressed", "false");
     writeState({ at: seq });
     try {
       const data = await getJSON(url, { at: seq });
-      if (mine !== token) return; // a newer request superseded this one
+      // a newer request superseded this one, or the reader moved the slider since (keys held
+      // down): its own request follows; this answer would put the slider back, losing keys
+      if (mine !== token || asked !== moves) return;
       view.show({
         live: false,
         seq: data.seq,
@@ -84,7 +88,7 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
       showAt(data.seq);
       changed();
     } catch (error) {
-      if (mine !== token) return;
+      if (mine !== token || asked !== moves) return;
       moving = false;
       replace($("travel-note"), el("span", { class: "error" }, `Could not load #${seq}: ${error.message}`));
       $("travel-note").hidden = false;
@@ -139,6 +143,7 @@ export function timeTravel({ url, model, view, initial, namespaces, outputNamesp
   $("travel-seq").addEventListener("input", (event) => {
     const seq = Number(event.target.value);
     moving = true;
+    moves += 1;
     $("travel-out").textContent = `#${seq}`;
     // the right end (End, a drag all the way) is the live end, however many events came since
     travelSoon(seq >= Number(event.target.max) ? Infinity : seq);
